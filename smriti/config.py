@@ -1,0 +1,332 @@
+"""Settings from environment variables (same names as the reference server), validated once.
+
+Every invalid value raises ConfigError with one line naming the variable and what it
+accepts. Secrets are excluded from ``repr`` and from ``Settings.public()``.
+"""
+
+from __future__ import annotations
+
+import getpass
+import math
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from smriti.errors import ConfigError
+
+USER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+SECRET_FIELDS = frozenset(
+    {
+        "llm_api_key",
+        "embedding_api_key",
+        "s3_access_key",
+        "s3_secret_key",
+        "neo4j_password",
+        "falkor_password",
+    }
+)
+
+
+def validate_user(name: str, variable: str = "ACCESSING_USER") -> str:
+    """Return ``name`` if it is a safe user name, else raise ConfigError.
+
+    1–64 characters from letters, digits, ``.``, ``_`` and ``-``, starting with a letter
+    or digit: safe as a directory, database or graph name component.
+    """
+    if not isinstance(name, str) or not USER_RE.fullmatch(name) or name.endswith("."):
+        shown = repr(name)[:40]
+        raise ConfigError(
+            f"{variable}={shown} is not a valid user name: use 1-64 letters, digits, "
+            "'.', '_' or '-', starting with a letter or digit"
+        )
+    return name
+
+
+def _default_user() -> str:
+    try:
+        raw = getpass.getuser()
+    except Exception:  # no login name (containers): fall back to a fixed name
+        raw = "default"
+    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", raw).strip("._-")[:64]
+    return cleaned or "default"
+
+
+def _str(name: str, raw: str) -> str:
+    return raw.strip()
+
+
+def _int(lo: int, hi: int) -> Callable[[str, str], int]:
+    def parse(name: str, raw: str) -> int:
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise ConfigError(f"{name}={raw!r} is not an integer (allowed: {lo}..{hi})") from None
+        if not lo <= value <= hi:
+            raise ConfigError(f"{name}={value} is out of range (allowed: {lo}..{hi})")
+        return value
+
+    return parse
+
+
+def _float(lo: float, hi: float) -> Callable[[str, str], float]:
+    def parse(name: str, raw: str) -> float:
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            raise ConfigError(f"{name}={raw!r} is not a number (allowed: {lo}..{hi})") from None
+        if math.isnan(value) or not lo <= value <= hi:
+            raise ConfigError(f"{name}={raw.strip()} is out of range (allowed: {lo}..{hi})")
+        return value
+
+    return parse
+
+
+def _choice(*allowed: str) -> Callable[[str, str], str]:
+    def parse(name: str, raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in allowed:
+            raise ConfigError(f"{name}={raw!r} is invalid (allowed: {', '.join(allowed)})")
+        return value
+
+    return parse
+
+
+def _name(name: str, raw: str) -> str:
+    value = raw.strip().lower()
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_.-]{0,63}", value):
+        raise ConfigError(f"{name}={raw!r} is not a plugin name (letters, digits, '-', '_', '.')")
+    return value
+
+
+def _url(name: str, raw: str) -> str:
+    value = raw.strip()
+    if value and not re.match(r"^[a-z][a-z0-9+.-]*://", value):
+        raise ConfigError(f"{name}={raw!r} is not a URL (expected scheme://host...)")
+    return value
+
+
+def _path(name: str, raw: str) -> Path:
+    if "\x00" in raw or not raw.strip():
+        raise ConfigError(f"{name} must be a directory path")
+    return Path(raw.strip()).expanduser()
+
+
+def _user(name: str, raw: str) -> str:
+    return validate_user(raw, name)
+
+
+def _dims(name: str, raw: str) -> int | None:
+    return None if not raw.strip() else _int(1, 65536)(name, raw)
+
+
+def _bucket(name: str, raw: str) -> str:
+    value = raw.strip()
+    ok = re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", value) and ".." not in value
+    if not ok or re.fullmatch(r"\d+\.\d+\.\d+\.\d+", value):
+        raise ConfigError(
+            f"{name}={raw!r} is not a valid S3 bucket name (3-63 lower-case letters, "
+            "digits, '-' or '.', starting and ending with a letter or digit)"
+        )
+    return value
+
+
+def _addr(name: str, raw: str) -> str:
+    value = raw.strip()
+    if not re.fullmatch(r"[^\s:/]+:\d{1,5}", value) or not 0 < int(value.rsplit(":", 1)[1]) < 65536:
+        raise ConfigError(f"{name}={raw!r} is not host:port")
+    return value
+
+
+_LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Validated configuration. Build it with ``Settings.from_env()``."""
+
+    accessing_user: str = field(
+        default_factory=_default_user, metadata={"env": "ACCESSING_USER", "parse": _user}
+    )
+    storage_location: Path = field(
+        default_factory=lambda: Path.home() / ".smriti",
+        metadata={"env": "STORAGE_LOCATION", "parse": _path},
+    )
+    db_type: str = field(default="kuzu", metadata={"env": "DB_TYPE", "parse": _name})
+
+    llm_base_url: str = field(
+        default="https://api.openai.com/v1", metadata={"env": "LLM_BASE_URL", "parse": _url}
+    )
+    llm_api_key: str = field(default="", repr=False, metadata={"env": "LLM_API_KEY", "parse": _str})
+    llm_model: str = field(default="gpt-4o-mini", metadata={"env": "LLM_MODEL", "parse": _str})
+    llm_timeout: float = field(
+        default=30.0, metadata={"env": "LLM_TIMEOUT", "parse": _float(0.1, 600)}
+    )
+    llm_max_retries: int = field(
+        default=3, metadata={"env": "LLM_MAX_RETRIES", "parse": _int(0, 10)}
+    )
+
+    embedding_base_url: str = field(
+        default="", metadata={"env": "EMBEDDING_BASE_URL", "parse": _url}
+    )
+    embedding_api_key: str = field(
+        default="", repr=False, metadata={"env": "EMBEDDING_API_KEY", "parse": _str}
+    )
+    embedding_model: str = field(
+        default="text-embedding-3-small", metadata={"env": "EMBEDDING_MODEL", "parse": _str}
+    )
+    embedding_dims: int | None = field(
+        default=None, metadata={"env": "EMBEDDING_DIMS", "parse": _dims}
+    )
+    embedder: str = field(default="auto", metadata={"env": "SMRITI_EMBEDDER", "parse": _name})
+    cue_extractor: str = field(
+        default="auto", metadata={"env": "SMRITI_CUE_EXTRACTOR", "parse": _name}
+    )
+    local_model_path: str = field(default="", metadata={"env": "SMRITI_LOCAL_MODEL", "parse": _str})
+
+    backup_type: str = field(default="none", metadata={"env": "BACKUP_TYPE", "parse": _name})
+    backup_sync_interval: int = field(
+        default=60, metadata={"env": "BACKUP_SYNC_INTERVAL", "parse": _int(0, 10**7)}
+    )
+    git_base_url: str = field(default="", metadata={"env": "GIT_BASE_URL", "parse": _str})
+    s3_endpoint: str = field(default="", metadata={"env": "S3_ENDPOINT", "parse": _url})
+    s3_region: str = field(default="", metadata={"env": "S3_REGION", "parse": _str})
+    s3_access_key: str = field(
+        default="", repr=False, metadata={"env": "S3_ACCESS_KEY", "parse": _str}
+    )
+    s3_secret_key: str = field(
+        default="", repr=False, metadata={"env": "S3_SECRET_KEY", "parse": _str}
+    )
+    s3_bucket: str = field(default="smriti-memory", metadata={"env": "S3_BUCKET", "parse": _bucket})
+
+    neo4j_uri: str = field(
+        default="bolt://localhost:7687", metadata={"env": "NEO4J_URI", "parse": _url}
+    )
+    neo4j_username: str = field(default="neo4j", metadata={"env": "NEO4J_USERNAME", "parse": _str})
+    neo4j_password: str = field(
+        default="", repr=False, metadata={"env": "NEO4J_PASSWORD", "parse": _str}
+    )
+    neo4j_database: str = field(default="neo4j", metadata={"env": "NEO4J_DATABASE", "parse": _str})
+    neo4j_isolation: str = field(
+        default="tenant",
+        metadata={"env": "NEO4J_ISOLATION", "parse": _choice("tenant", "database")},
+    )
+
+    falkor_addr: str = field(
+        default="localhost:6379", metadata={"env": "FALKOR_ADDR", "parse": _addr}
+    )
+    falkor_password: str = field(
+        default="", repr=False, metadata={"env": "FALKOR_PASSWORD", "parse": _str}
+    )
+    falkor_graph: str = field(default="smriti", metadata={"env": "FALKOR_GRAPH", "parse": _str})
+    falkor_isolation: str = field(
+        default="tenant", metadata={"env": "FALKOR_ISOLATION", "parse": _choice("tenant", "graph")}
+    )
+
+    consolidation_interval: int = field(
+        default=3600, metadata={"env": "CONSOLIDATION_INTERVAL", "parse": _int(0, 10**7)}
+    )
+    decay_rate: float = field(
+        default=0.01, metadata={"env": "DECAY_RATE", "parse": _float(0.0, 10.0)}
+    )
+    prune_decay_threshold: float = field(
+        default=0.05, metadata={"env": "PRUNE_DECAY_THRESHOLD", "parse": _float(0.0, 1.0)}
+    )
+    prune_importance_threshold: float = field(
+        default=0.3, metadata={"env": "PRUNE_IMPORTANCE_THRESHOLD", "parse": _float(0.0, 1.0)}
+    )
+    index_threshold: int = field(
+        default=50, metadata={"env": "INDEX_THRESHOLD", "parse": _int(0, 10**9)}
+    )
+
+    association_threshold: float = field(
+        default=0.7, metadata={"env": "ASSOCIATION_THRESHOLD", "parse": _float(-1.0, 1.0)}
+    )
+    association_top_k: int = field(
+        default=10, metadata={"env": "ASSOCIATION_TOP_K", "parse": _int(0, 100)}
+    )
+    weight_similarity: float = field(
+        default=0.4, metadata={"env": "WEIGHT_SIMILARITY", "parse": _float(0.0, 10.0)}
+    )
+    weight_recency: float = field(
+        default=0.2, metadata={"env": "WEIGHT_RECENCY", "parse": _float(0.0, 10.0)}
+    )
+    weight_importance: float = field(
+        default=0.2, metadata={"env": "WEIGHT_IMPORTANCE", "parse": _float(0.0, 10.0)}
+    )
+    weight_decay: float = field(
+        default=0.2, metadata={"env": "WEIGHT_DECAY", "parse": _float(0.0, 10.0)}
+    )
+    cluster_penalty: float = field(
+        default=0.5, metadata={"env": "CLUSTER_PENALTY", "parse": _float(0.0, 1.0)}
+    )
+
+    max_content_chars: int = field(
+        default=50_000, metadata={"env": "SMRITI_MAX_CONTENT_CHARS", "parse": _int(1, 10**7)}
+    )
+    max_recall_limit: int = field(
+        default=100, metadata={"env": "SMRITI_MAX_RECALL_LIMIT", "parse": _int(1, 10_000)}
+    )
+    log_level: str = field(
+        default="info", metadata={"env": "LOG_LEVEL", "parse": _choice(*_LOG_LEVELS)}
+    )
+    env: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Read and validate settings from ``environ`` (default ``os.environ``).
+
+        ``overrides`` (e.g. CLI flags) take precedence; strings are parsed like
+        environment values, other values are used as given.
+        """
+        environ = dict(os.environ if environ is None else environ)
+        values: dict[str, Any] = {"env": environ}
+        for f in fields(cls):
+            if "env" not in f.metadata:
+                continue
+            parse = f.metadata["parse"]
+            var = f.metadata["env"]
+            if f.name in overrides and overrides[f.name] is not None:
+                given = overrides[f.name]
+                values[f.name] = parse(var, given) if isinstance(given, str) else given
+            elif environ.get(var, "").strip():
+                values[f.name] = parse(var, environ[var])
+        return cls(**values)
+
+    @property
+    def effective_embedding_api_key(self) -> str:
+        """``EMBEDDING_API_KEY``, falling back to ``LLM_API_KEY``."""
+        return self.embedding_api_key or self.llm_api_key
+
+    @property
+    def effective_embedding_base_url(self) -> str:
+        """``EMBEDDING_BASE_URL``, falling back to ``LLM_BASE_URL``."""
+        return self.embedding_base_url or self.llm_base_url
+
+    def user_dir(self, user: str | None = None) -> Path:
+        """The per-user directory under ``STORAGE_LOCATION`` (the name is validated)."""
+        return self.storage_location / validate_user(user or self.accessing_user)
+
+    def public(self) -> dict[str, Any]:
+        """Settings safe to log or print: secrets replaced by ``set``/``unset``."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            if "env" not in f.metadata:
+                continue
+            value = getattr(self, f.name)
+            if f.name in SECRET_FIELDS:
+                value = "set" if value else "unset"
+            out[f.metadata["env"]] = str(value) if isinstance(value, Path) else value
+        return out
+
+
+def settings_table() -> list[tuple[str, str]]:
+    """(variable, default) pairs, for documentation."""
+    defaults = Settings(accessing_user="<os user>", storage_location=Path("~/.smriti"))
+    return [
+        (f.metadata["env"], str(getattr(defaults, f.name)))
+        for f in fields(Settings)
+        if "env" in f.metadata
+    ]

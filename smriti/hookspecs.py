@@ -1,0 +1,66 @@
+"""Every hook Smriti calls. Plugins implement them with ``@smriti.hookimpl``.
+
+All hooks here are registry hooks: they are called once, when the engine builds its
+component registry, take no arguments, and return a list of classes. Returning None
+(or an empty list) means "this plugin registers none of these". Names must be unique
+across plugins: a duplicate is an error naming both plugins.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from smriti.backup import BackupProvider
+    from smriti.clustering import Clusterer
+    from smriti.embedding import Embedder
+    from smriti.extraction import CueExtractor
+    from smriti.storage import StorageBackend
+
+hookspec = pluggy.HookspecMarker("smriti")
+
+
+@hookspec
+def register_storage_backends() -> list[type[StorageBackend]] | None:
+    """Storage backend classes this plugin provides.
+
+    Called when the registry is built (at startup and by ``smriti plugins``). Each
+    class's ``name`` (and ``aliases``) are ``DB_TYPE`` values.
+    """
+
+
+@hookspec
+def register_embedders() -> list[type[Embedder]] | None:
+    """Embedder classes this plugin provides, selected by ``SMRITI_EMBEDDER``.
+
+    Called when the registry is built. With ``auto`` the configured class with the
+    highest ``priority`` is used.
+    """
+
+
+@hookspec
+def register_cue_extractors() -> list[type[CueExtractor]] | None:
+    """Cue extractor classes this plugin provides, selected by ``SMRITI_CUE_EXTRACTOR``.
+
+    Called when the registry is built. With ``auto`` the configured class with the
+    highest ``priority`` is used.
+    """
+
+
+@hookspec
+def register_backup_providers() -> list[type[BackupProvider]] | None:
+    """Backup provider classes this plugin provides, selected by ``BACKUP_TYPE``.
+
+    Called when the registry is built. Each class's ``name`` and ``aliases`` are
+    ``BACKUP_TYPE`` values.
+    """
+
+
+@hookspec
+def register_clusterers() -> list[type[Clusterer]] | None:
+    """Clusterer classes this plugin provides; consolidation uses the highest priority.
+
+    Called when the registry is built.
+    """

@@ -1,0 +1,43 @@
+"""structlog configuration: stderr only (stdout is the MCP wire), console or JSON lines."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import structlog
+
+_LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
+
+
+def configure_logging(level: str = "info", json: bool | None = None) -> None:
+    """Send structlog output to stderr, human-readable on a terminal, JSON otherwise."""
+    if json is None:
+        json = not sys.stderr.isatty()
+    renderer: Any = (
+        structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(_LEVELS.get(level, logging.INFO)),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+
+
+def get_logger(name: str) -> Any:
+    """A structlog logger named after the module (stderr even if unconfigured)."""
+    ensure_stderr()
+    return structlog.get_logger(name)
+
+
+def ensure_stderr() -> None:
+    """Route structlog to stderr if nobody configured it (its default is stdout)."""
+    if not structlog.is_configured():
+        configure_logging()

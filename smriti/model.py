@@ -1,0 +1,166 @@
+"""The data model: engrams (memories), cues, associations and recall results."""
+
+from __future__ import annotations
+
+import unicodedata
+import uuid
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Literal, get_args
+
+import numpy as np
+
+MemoryType = Literal["episodic", "semantic", "procedural"]
+CueType = Literal["entity", "keyword", "concept", "context"]
+MatchType = Literal["cue", "vector", "lexical", "association", "list"]
+RelationType = Literal["semantic", "cue"]
+
+MEMORY_TYPES: tuple[str, ...] = get_args(MemoryType)
+CUE_TYPES: tuple[str, ...] = get_args(CueType)
+UNASSIGNED_CLUSTER = -1
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware UTC (never naive local time)."""
+    return datetime.now(UTC)
+
+
+def new_id() -> str:
+    """A fresh random identifier for an engram or cue."""
+    return uuid.uuid4().hex
+
+
+def clamp01(value: float) -> float:
+    """Clamp a float into [0, 1]."""
+    return min(1.0, max(0.0, float(value)))
+
+
+def normalise_cue_name(name: str) -> str:
+    """The merge key of a cue: NFKC, lower-case, trimmed, inner whitespace collapsed."""
+    return " ".join(unicodedata.normalize("NFKC", name).lower().split())
+
+
+def as_vector(values: object) -> np.ndarray:
+    """Coerce a sequence of numbers to a float32 vector."""
+    return np.asarray(values, dtype=np.float32).reshape(-1)
+
+
+@dataclass(slots=True)
+class Engram:
+    """One memory: its text, metadata, embedding and cluster."""
+
+    id: str
+    content: str
+    summary: str
+    memory_type: str
+    importance: float
+    created_at: datetime
+    last_accessed_at: datetime
+    access_count: int = 0
+    decay_factor: float = 1.0
+    embedding: np.ndarray | None = None
+    source: str = ""
+    tags: list[str] = field(default_factory=list)
+    cluster_id: int = UNASSIGNED_CLUSTER
+
+    def with_changes(self, **changes: object) -> Engram:
+        """A copy with some fields replaced."""
+        return replace(self, **changes)
+
+
+@dataclass(slots=True)
+class Cue:
+    """A retrieval cue (entity, keyword, concept or context) shared between memories."""
+
+    id: str
+    name: str
+    cue_type: str
+    embedding: np.ndarray | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class CueRef:
+    """A cue as extracted from text, before it is matched to a stored Cue."""
+
+    name: str
+    cue_type: str = "keyword"
+
+
+@dataclass(slots=True)
+class Extraction:
+    """What a cue extractor returns for a text."""
+
+    summary: str
+    memory_type: str
+    cues: list[CueRef]
+
+
+@dataclass(slots=True, frozen=True)
+class Association:
+    """A directed AssociatedWith edge between two engrams."""
+
+    source_id: str
+    target_id: str
+    strength: float
+    relation_type: str = "semantic"
+    created_at: datetime | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class Link:
+    """An EncodedBy edge seen from the engram side: engram -> cue with a strength."""
+
+    engram_id: str
+    cue_id: str
+    strength: float = 1.0
+
+
+@dataclass(slots=True, frozen=True)
+class CoOccurrence:
+    """A CoOccurs edge between two cues; strength counts co-occurrences."""
+
+    source_id: str
+    target_id: str
+    strength: float
+
+
+@dataclass(slots=True, frozen=True)
+class EngramUpdate:
+    """A partial update of one engram's mutable fields (None = leave unchanged)."""
+
+    id: str
+    access_count: int | None = None
+    last_accessed_at: datetime | None = None
+    decay_factor: float | None = None
+    cluster_id: int | None = None
+    importance: float | None = None
+
+
+@dataclass(slots=True)
+class RecallResult:
+    """One recalled memory with its score and how it was found."""
+
+    engram: Engram
+    score: float
+    match_type: str
+    hop: int = 0
+
+    def to_dict(self) -> dict[str, object]:
+        """The tool-facing representation (no embedding)."""
+        e = self.engram
+        return {
+            "id": e.id,
+            "content": e.content,
+            "summary": e.summary,
+            "memory_type": e.memory_type,
+            "importance": round(e.importance, 4),
+            "tags": list(e.tags),
+            "source": e.source,
+            "created_at": e.created_at.isoformat(),
+            "last_accessed_at": e.last_accessed_at.isoformat(),
+            "access_count": e.access_count,
+            "cluster_id": e.cluster_id,
+            "score": round(self.score, 6),
+            "match_type": self.match_type,
+            "hop": self.hop,
+        }

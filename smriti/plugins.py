@@ -1,0 +1,183 @@
+"""Plugin manager: built-ins and entry points, loaded one at a time, and the registry.
+
+Entry points of the ``smriti`` group are loaded individually inside try/except: a broken
+plugin is recorded in ``PluginReport.failures`` and logged, not fatal, unless
+``SMRITI_STRICT_PLUGINS=1``. ``SMRITI_LOAD_PLUGINS`` (comma-separated entry-point names)
+loads only those; ``SMRITI_DISABLE_PLUGINS`` skips the named ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any
+
+import pluggy
+
+from smriti import hookspecs
+from smriti.errors import DuplicatePluginError, PluginError, UnknownBackendError
+from smriti.logs import get_logger
+
+log = get_logger(__name__)
+
+ENTRY_POINT_GROUP = "smriti"
+DEFAULT_PLUGINS: tuple[str, ...] = (
+    "smriti.default_plugins.lexical_embedder",
+    "smriti.default_plugins.heuristic_extractor",
+    "smriti.default_plugins.openai_provider",
+    "smriti.default_plugins.leiden",
+    "smriti.default_plugins.noop_backup",
+)
+
+#: ``pip install`` hints for components that ship as separate distributions.
+INSTALL_HINTS: dict[str, str] = {
+    "kuzu": "smriti[kuzu]",
+    "ladybug": "smriti[kuzu]",
+    "neo4j": "smriti[neo4j]",
+    "falkordb": "smriti[falkor]",
+    "falkor": "smriti[falkor]",
+    "git": "smriti[git]",
+    "github": "smriti[git]",
+    "s3": "smriti[s3]",
+    "local": "smriti[local]",
+}
+
+
+@dataclass(slots=True)
+class PluginInfo:
+    """One loaded plugin as ``smriti plugins`` shows it."""
+
+    name: str
+    distribution: str
+    version: str
+    components: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class PluginReport:
+    """Loaded plugins and entry points that failed to load."""
+
+    loaded: list[PluginInfo] = field(default_factory=list)
+    failures: dict[str, str] = field(default_factory=dict)
+
+
+def _split(value: str | None) -> set[str]:
+    return {p.strip() for p in (value or "").split(",") if p.strip()}
+
+
+def _strict(environ: Mapping[str, str]) -> bool:
+    return environ.get("SMRITI_STRICT_PLUGINS", "").strip().lower() in {"1", "true", "yes"}
+
+
+def create_plugin_manager(
+    *,
+    load_entry_points: bool = True,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[pluggy.PluginManager, PluginReport]:
+    """A plugin manager with the built-ins and (optionally) installed entry points.
+
+    Tests pass ``load_entry_points=False`` and register what they need.
+    """
+    environ = os.environ if environ is None else environ
+    pm = pluggy.PluginManager("smriti")
+    pm.add_hookspecs(hookspecs)
+    report = PluginReport()
+    for module_name in DEFAULT_PLUGINS:
+        module = importlib.import_module(module_name)
+        pm.register(module, name=module_name)
+        report.loaded.append(PluginInfo(module_name, "smriti", _version("smriti")))
+    if load_entry_points:
+        _load_entry_points(pm, report, environ)
+    pm.check_pending()
+    return pm, report
+
+
+def _load_entry_points(
+    pm: pluggy.PluginManager, report: PluginReport, environ: Mapping[str, str]
+) -> None:
+    only = _split(environ.get("SMRITI_LOAD_PLUGINS"))
+    disabled = _split(environ.get("SMRITI_DISABLE_PLUGINS"))
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        if (only and ep.name not in only) or ep.name in disabled:
+            continue
+        if pm.has_plugin(ep.name):
+            report.failures[ep.name] = "duplicate entry-point name; second one ignored"
+            continue
+        dist = ep.dist.name if ep.dist else "?"
+        try:
+            module = ep.load()
+            pm.register(module, name=ep.name)
+            pm.check_pending()
+        except Exception as exc:
+            if pm.has_plugin(ep.name):
+                pm.unregister(name=ep.name)
+            if _strict(environ):
+                raise PluginError(f"plugin {ep.name!r} ({dist}) failed to load: {exc}") from exc
+            report.failures[ep.name] = f"{type(exc).__name__}: {exc}"
+            log.warning("plugin failed to load", plugin=ep.name, distribution=dist, error=str(exc))
+            continue
+        report.loaded.append(PluginInfo(ep.name, dist, _version(dist)))
+
+
+def _version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "?"
+
+
+class Registry:
+    """Component classes by kind and name, built from a plugin manager's hooks."""
+
+    KINDS: dict[str, str] = {
+        "backend": "register_storage_backends",
+        "embedder": "register_embedders",
+        "extractor": "register_cue_extractors",
+        "backup": "register_backup_providers",
+        "clusterer": "register_clusterers",
+    }
+
+    def __init__(self, pm: pluggy.PluginManager) -> None:
+        self.pm = pm
+        self.classes: dict[str, dict[str, type[Any]]] = {}
+        self.owners: dict[tuple[str, str], str] = {}
+        for kind, hook_name in self.KINDS.items():
+            self.classes[kind] = {}
+            hook: Callable[..., Any] = getattr(pm.hook, hook_name)
+            for impl in hook.get_hookimpls():
+                for cls in impl.function() or []:
+                    self._add(kind, cls, impl.plugin_name)
+
+    def _add(self, kind: str, cls: type[Any], plugin: str) -> None:
+        names = [cls.name, *getattr(cls, "aliases", ())]
+        for name in names:
+            key = (kind, name)
+            if key in self.owners and self.classes[kind][name] is not cls:
+                raise DuplicatePluginError(
+                    f"{kind} name {name!r} is registered by both {self.owners[key]!r} "
+                    f"and {plugin!r}; uninstall or disable one (SMRITI_DISABLE_PLUGINS)"
+                )
+            self.owners[key] = plugin
+            self.classes[kind][name] = cls
+
+    def get(self, kind: str, name: str, variable: str) -> type[Any]:
+        """The class registered for ``name``, or UnknownBackendError with install hints."""
+        try:
+            return self.classes[kind][name]
+        except KeyError:
+            installed = ", ".join(sorted(self.classes[kind])) or "none"
+            hint = INSTALL_HINTS.get(name)
+            advice = f"; install it with: pip install '{hint}'" if hint else ""
+            raise UnknownBackendError(
+                f"{variable}={name!r} is not installed (installed: {installed}){advice}"
+            ) from None
+
+    def unique(self, kind: str) -> list[type[Any]]:
+        """Distinct classes of one kind, highest priority first, then by name."""
+        seen = {id(c): c for c in self.classes[kind].values()}.values()
+        return sorted(seen, key=lambda c: (-getattr(c, "priority", 0), c.name))

@@ -1,0 +1,287 @@
+"""The storage contract every backend implements.
+
+A backend instance serves exactly one user (``user``): every read and write it does is
+scoped to that user, whether the backend isolates users by directory, database, graph or
+a ``user`` property. The engine never sees another user's data through it.
+
+Methods may be called from several threads at once; a backend serialises what its
+database cannot do concurrently. Every query is parameterised: user text never becomes
+query text.
+
+Vector scores are cosine similarities (higher is better); text scores are relevance
+scores (higher is better, any scale). ``memory_type`` filters, where accepted, are
+applied before the ``k`` cut.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from smriti.model import Association, CoOccurrence, Cue, Engram, EngramUpdate, Link
+
+if TYPE_CHECKING:
+    from smriti.config import Settings
+
+
+@dataclass(slots=True, frozen=True)
+class EngramStats:
+    """The fields consolidation needs, without content or embedding."""
+
+    id: str
+    importance: float
+    access_count: int
+    last_accessed_at: datetime
+    decay_factor: float
+    cluster_id: int
+
+
+@dataclass(slots=True)
+class StoredMemory:
+    """What ``add_memory`` stored: the engram and the cues as they are in the store."""
+
+    engram: Engram
+    cues: list[Cue]
+
+
+class StorageBackend(ABC):
+    """Base class of storage backends; register subclasses with ``register_storage_backends``.
+
+    Lifecycle: ``from_settings`` → ``open`` → any other method → ``close``.
+    """
+
+    #: The ``DB_TYPE`` value that selects this backend.
+    name: ClassVar[str]
+    #: Other ``DB_TYPE`` values accepted for it (e.g. ``ladybug``).
+    aliases: ClassVar[tuple[str, ...]] = ()
+    #: One line for ``smriti plugins``.
+    description: ClassVar[str] = ""
+    #: True when several users share one database and are separated by a property.
+    multi_tenant: ClassVar[bool] = False
+
+    def __init__(self, user: str) -> None:
+        self.user = user
+
+    @classmethod
+    @abstractmethod
+    def from_settings(cls, settings: Settings, user: str) -> StorageBackend:
+        """Build an unopened backend for ``user`` from validated settings."""
+
+    # -- lifecycle -------------------------------------------------------------------
+    @abstractmethod
+    def open(self) -> None:
+        """Connect or open the store and run idempotent schema migrations.
+
+        Raises BackendError (StoreLockedError when another process holds it) with a
+        message naming the location or address.
+        """
+
+    @abstractmethod
+    def close(self) -> None:
+        """Flush and release the store; safe to call twice."""
+
+    def __enter__(self) -> StorageBackend:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- metadata ----------------------------------------------------------------------
+    @abstractmethod
+    def get_meta(self, key: str) -> str | None:
+        """A per-user metadata value (schema version, embedding model, Leiden state)."""
+
+    @abstractmethod
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a per-user metadata value."""
+
+    @abstractmethod
+    def ensure_indexes(self, dims: int, min_engrams: int) -> list[str]:
+        """Create vector and full-text indexes when the store holds > ``min_engrams``.
+
+        ``dims`` is the embedding dimension. Idempotent and cheap when the indexes
+        exist. Returns the names of indexes created by this call.
+        """
+
+    # -- writes ------------------------------------------------------------------------
+    @abstractmethod
+    def add_memory(
+        self,
+        engram: Engram,
+        cues: Sequence[Cue],
+        associations: Sequence[Association],
+    ) -> StoredMemory:
+        """Store one memory atomically: all of it or, on failure, none of it.
+
+        Writes the engram; merges each cue on its name (an existing cue keeps its id
+        and embedding, a new one is created); one EncodedBy edge per distinct cue
+        (strength 1.0); CoOccurs edges between every pair of this memory's cues, both
+        directions, strength incremented by 1 when the edge exists; and the given
+        AssociatedWith edges from ``engram.id``, skipping targets that no longer exist.
+        Returns the engram and the cues as stored (existing ids for merged cues).
+        """
+
+    @abstractmethod
+    def update_engrams(self, updates: Sequence[EngramUpdate]) -> None:
+        """Apply partial updates in batches; unknown ids are ignored."""
+
+    @abstractmethod
+    def delete_engrams(self, ids: Sequence[str]) -> int:
+        """Delete engrams and every edge touching them; returns how many existed."""
+
+    @abstractmethod
+    def delete_orphan_cues(self) -> int:
+        """Delete cues no engram is EncodedBy (and their CoOccurs edges); return count."""
+
+    @abstractmethod
+    def import_records(
+        self,
+        engrams: Sequence[Engram],
+        cues: Sequence[Cue],
+        links: Sequence[Link],
+        associations: Sequence[Association],
+        cooccurrences: Sequence[CoOccurrence],
+    ) -> None:
+        """Bulk-load records exactly as given (ids kept), for import and benchmarks.
+
+        Edges may refer to engrams or cues loaded by an earlier call. Engrams or cues
+        whose id already exists are replaced.
+        """
+
+    # -- reads -------------------------------------------------------------------------
+    @abstractmethod
+    def get_engrams(self, ids: Sequence[str]) -> list[Engram]:
+        """The engrams with these ids (with embeddings), in any order; unknown skipped."""
+
+    @abstractmethod
+    def list_engrams(self, limit: int, memory_type: str | None = None) -> list[Engram]:
+        """Most recently accessed first (ties: newest created first)."""
+
+    @abstractmethod
+    def count_engrams(self) -> int:
+        """How many engrams this user has."""
+
+    @abstractmethod
+    def counts(self) -> dict[str, int]:
+        """Counts of ``engrams``, ``cues``, ``links``, ``associations``, ``cooccurrences``."""
+
+    @abstractmethod
+    def engram_stats(self) -> Iterator[EngramStats]:
+        """Every engram's consolidation fields, streamed."""
+
+    @abstractmethod
+    def vector_search(
+        self, embedding: np.ndarray, k: int, memory_type: str | None = None
+    ) -> list[tuple[str, float]]:
+        """Top-``k`` engram ids by cosine similarity, best first."""
+
+    @abstractmethod
+    def text_search(
+        self, query: str, k: int, memory_type: str | None = None
+    ) -> list[tuple[str, float]]:
+        """Top-``k`` engram ids by lexical relevance over content, summary and tags.
+
+        ``query`` is plain user text, never query syntax: the backend escapes or
+        tokenises it. Returns [] when nothing matches.
+        """
+
+    @abstractmethod
+    def get_cues(self, names: Sequence[str]) -> list[Cue]:
+        """Stored cues whose (normalised) name is in ``names``, with embeddings."""
+
+    @abstractmethod
+    def cue_vector_search(self, embedding: np.ndarray, k: int) -> list[tuple[Cue, float]]:
+        """Top-``k`` cues by cosine similarity of their embeddings, best first."""
+
+    @abstractmethod
+    def engrams_for_cues(
+        self, cue_ids: Sequence[str], limit_per_cue: int
+    ) -> dict[str, list[tuple[str, float]]]:
+        """For each cue id, up to ``limit_per_cue`` (engram id, EncodedBy strength).
+
+        Engrams are taken most important first, so hub cues stay bounded.
+        """
+
+    @abstractmethod
+    def cue_degrees(self, cue_ids: Sequence[str]) -> dict[str, int]:
+        """How many engrams each cue encodes (for IDF-like down-weighting)."""
+
+    @abstractmethod
+    def cues_of(self, engram_ids: Sequence[str]) -> list[Link]:
+        """The EncodedBy edges of these engrams."""
+
+    @abstractmethod
+    def associations_of(
+        self, engram_ids: Sequence[str], limit_per_engram: int
+    ) -> list[Association]:
+        """AssociatedWith edges touching these engrams in either direction.
+
+        Up to ``limit_per_engram`` strongest edges per engram and direction.
+        """
+
+    # -- streams for consolidation, export and backup -------------------------------------
+    @abstractmethod
+    def iter_engrams(self, batch_size: int = 1000) -> Iterator[Engram]:
+        """Every engram with its embedding, ordered by id."""
+
+    @abstractmethod
+    def iter_cues(self) -> Iterator[Cue]:
+        """Every cue with its embedding, ordered by id."""
+
+    @abstractmethod
+    def iter_links(self) -> Iterator[Link]:
+        """Every EncodedBy edge."""
+
+    @abstractmethod
+    def iter_associations(self) -> Iterator[Association]:
+        """Every AssociatedWith edge."""
+
+    @abstractmethod
+    def iter_cooccurrences(self) -> Iterator[CoOccurrence]:
+        """Every CoOccurs edge."""
+
+
+def cosine_top_k(
+    matrix: np.ndarray, query: np.ndarray, k: int, mask: np.ndarray | None = None
+) -> list[tuple[int, float]]:
+    """Exact top-``k`` (row index, cosine) of L2-normalised ``matrix`` rows against ``query``.
+
+    A helper for backends that search in process; ``mask`` selects eligible rows.
+    """
+    if k <= 0 or matrix.shape[0] == 0:
+        return []
+    norm = float(np.linalg.norm(query))
+    if norm == 0.0:
+        return []
+    scores = matrix @ (query.astype(np.float32) / norm)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    k = min(k, scores.shape[0])
+    top = np.argpartition(-scores, k - 1)[:k]
+    top = top[np.argsort(-scores[top], kind="stable")]
+    return [(int(i), float(scores[i])) for i in top if np.isfinite(scores[i])]
+
+
+def unit(vector: np.ndarray) -> np.ndarray:
+    """The L2-normalised float32 copy of ``vector`` (zero stays zero)."""
+    v = np.asarray(vector, dtype=np.float32).reshape(-1)
+    n = float(np.linalg.norm(v))
+    return v / n if n > 0 else v
+
+
+def batched[T](items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """Split an iterable into lists of at most ``size`` items."""
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
