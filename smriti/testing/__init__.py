@@ -1,0 +1,16 @@
+"""Conformance suites and helpers for plugin authors.
+
+Subclass :class:`StorageBackendTests` in a backend's test module and override its
+``backend_factory`` fixture; every contract clause of :class:`smriti.storage.StorageBackend`
+then runs against the real backend::
+
+    class TestMyBackend(StorageBackendTests):
+        @pytest.fixture
+        def backend_factory(self, tmp_path):
+            ...
+"""
+
+from smriti.testing.builders import T0, GraphBuilder
+from smriti.testing.storage_suite import StorageBackendTests
+
+__all__ = ["T0", "GraphBuilder", "StorageBackendTests"]

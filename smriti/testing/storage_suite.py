@@ -1,0 +1,696 @@
+"""The storage conformance suite: one test per clause of the StorageBackend contract.
+
+Subclass :class:`StorageBackendTests` and override ``backend_factory`` to return a
+callable ``make(user) -> StorageBackend`` that gives an opened, empty store for ``user``.
+Several ``make`` calls in one test with different users must share one underlying store
+(same directory, server or graph), so tenant isolation is tested for real. The fixture
+owns cleanup. Override ``reopen`` when closing and re-making is not how the backend
+reopens a store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+
+from smriti.model import Association, CoOccurrence, Cue, Engram, EngramUpdate, Link
+from smriti.storage import StorageBackend, unit
+from smriti.testing.builders import T0, GraphBuilder
+
+Make = Callable[[str], StorageBackend]
+
+#: Queries that are query syntax in some engine; backends must treat them as plain text.
+NASTY_QUERIES = (
+    '"unbalanced quote',
+    "wild*card",
+    "field:value",
+    "close)paren",
+    "it's",
+    "back\\slash",
+    '"}) MATCH (n) DETACH DELETE n //',
+    "'; DROP TABLE Engram; --",
+    "a AND OR NOT b",
+    "~fuzzy^2 [range TO x] {x} +must -not",
+    "   ",
+    "",
+)
+
+
+def _assert_utc(ts: datetime) -> None:
+    assert ts.tzinfo is not None, f"naive timestamp {ts!r} (must be tz-aware UTC)"
+    assert ts.utcoffset() == timedelta(0), f"timestamp {ts!r} is not UTC"
+
+
+def _assert_same_time(got: datetime, want: datetime) -> None:
+    _assert_utc(got)
+    assert abs(got - want) <= timedelta(milliseconds=1), f"{got!r} != {want!r}"
+
+
+def assert_engram_equal(got: Engram, want: Engram) -> None:
+    """Field-by-field equality (floats and times within storage precision)."""
+    assert got.id == want.id
+    assert got.content == want.content
+    assert got.summary == want.summary
+    assert got.memory_type == want.memory_type
+    assert got.importance == pytest.approx(want.importance, abs=1e-6)
+    assert got.access_count == want.access_count
+    assert got.decay_factor == pytest.approx(want.decay_factor, abs=1e-6)
+    assert got.source == want.source
+    assert list(got.tags) == list(want.tags)
+    assert got.cluster_id == want.cluster_id
+    _assert_same_time(got.created_at, want.created_at)
+    _assert_same_time(got.last_accessed_at, want.last_accessed_at)
+    assert got.embedding is not None, f"engram {got.id} came back without embedding"
+    assert want.embedding is not None
+    np.testing.assert_allclose(
+        np.asarray(got.embedding, dtype=np.float32), want.embedding, atol=1e-5
+    )
+
+
+def _edge_key(e: Association) -> tuple[str, str, str]:
+    return (e.source_id, e.target_id, e.relation_type)
+
+
+class StorageBackendTests:
+    """Base class of backend conformance tests (langchain-tests style).
+
+    Override the ``backend_factory`` fixture. Class attributes tune sizes: ``dims`` is the
+    embedding width, ``index_threshold`` the ``min_engrams`` passed to ``ensure_indexes``
+    and ``indexed_engrams`` how many engrams the indexed-search test loads.
+    """
+
+    dims: ClassVar[int] = 8
+    index_threshold: ClassVar[int] = 50
+    indexed_engrams: ClassVar[int] = 300
+    large_content_bytes: ClassVar[int] = 1_000_000
+
+    # -- fixtures and hooks -------------------------------------------------------------
+    @pytest.fixture
+    def backend_factory(self) -> Make:
+        """Return ``make(user)`` giving an opened, empty backend; subclasses override."""
+        raise NotImplementedError("override the backend_factory fixture")
+
+    @pytest.fixture
+    def backend(self, backend_factory: Make) -> StorageBackend:
+        """An opened, empty store for user ``alice``."""
+        self._make = backend_factory
+        return backend_factory("alice")
+
+    @pytest.fixture
+    def build(self) -> GraphBuilder:
+        """Deterministic record builders with this suite's ``dims``."""
+        return GraphBuilder(self.dims)
+
+    def reopen(self, backend: StorageBackend) -> StorageBackend:
+        """Close ``backend`` and open the same user's store again."""
+        backend.close()
+        return self._make(backend.user)
+
+    # -- helpers ------------------------------------------------------------------------
+    def store(
+        self,
+        backend: StorageBackend,
+        engram: Engram,
+        cues: list[Cue] | None = None,
+        associations: list[Association] | None = None,
+    ) -> Any:
+        return backend.add_memory(engram, cues or [], associations or [])
+
+    def load(self, backend: StorageBackend, build: GraphBuilder, n: int) -> list[Engram]:
+        engrams = [build.engram(i) for i in range(n)]
+        backend.import_records(engrams, [], [], [], [])
+        return engrams
+
+    # -- add_memory and reads -------------------------------------------------------------
+    def test_add_memory_round_trips_every_field(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        engram = build.engram(1, tags=["alpha", "beta gamma"], cluster_id=7, importance=0.25)
+        stored = self.store(backend, engram, [build.cue("apple")])
+        assert stored.engram.id == engram.id
+        [got] = backend.get_engrams([engram.id])
+        assert_engram_equal(got, engram)
+
+    def test_get_engrams_skips_unknown_ids(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        self.store(backend, build.engram(1))
+        self.store(backend, build.engram(2))
+        got = backend.get_engrams(["e00002", "missing", "e00001"])
+        assert sorted(e.id for e in got) == ["e00001", "e00002"]
+        assert backend.get_engrams([]) == []
+
+    def test_add_memory_returns_cues_as_stored(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        stored = self.store(backend, build.engram(1), [build.cue("apple"), build.cue("pear")])
+        assert sorted(c.id for c in stored.cues) == ["c-apple", "c-pear"]
+        got = {c.name: c for c in backend.get_cues(["apple", "pear", "plum"])}
+        assert set(got) == {"apple", "pear"}
+        assert got["apple"].cue_type == "keyword"
+        assert got["apple"].embedding is not None
+        np.testing.assert_allclose(got["apple"].embedding, build.cue("apple").embedding, atol=1e-5)
+
+    def test_cue_merges_on_name(self, backend: StorageBackend, build: GraphBuilder) -> None:
+        first = build.cue("apple")
+        self.store(backend, build.engram(1), [first])
+        again = build.cue("apple", seed=99)  # a new id and embedding for the same name
+        stored = self.store(backend, build.engram(2), [again])
+        assert [c.id for c in stored.cues] == [first.id], "an existing cue must keep its id"
+        np.testing.assert_allclose(stored.cues[0].embedding, first.embedding, atol=1e-5)
+        assert backend.counts()["cues"] == 1
+        links = backend.cues_of(["e00001", "e00002"])
+        assert sorted((lk.engram_id, lk.cue_id) for lk in links) == [
+            ("e00001", first.id),
+            ("e00002", first.id),
+        ]
+
+    def test_duplicate_cue_in_one_memory_makes_one_edge(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        apple = build.cue("apple")
+        stored = self.store(backend, build.engram(1), [apple, build.cue("apple", seed=5), apple])
+        assert {c.id for c in stored.cues} == {apple.id}
+        counts = backend.counts()
+        assert counts["cues"] == 1
+        assert counts["links"] == 1, "duplicate cues must not make duplicate EncodedBy edges"
+        assert counts["cooccurrences"] == 0, "a cue must not co-occur with itself"
+        [link] = backend.cues_of(["e00001"])
+        assert link.strength == pytest.approx(1.0)
+
+    def test_cooccurs_both_directions_and_incremented(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        a, b, c = build.cue("a1"), build.cue("b1"), build.cue("c1")
+        self.store(backend, build.engram(1), [a, b, c])
+        assert backend.counts()["cooccurrences"] == 6
+        self.store(backend, build.engram(2), [a, b])
+        got = {(x.source_id, x.target_id): x.strength for x in backend.iter_cooccurrences()}
+        assert len(got) == 6
+        assert got[(a.id, b.id)] == pytest.approx(2.0)
+        assert got[(b.id, a.id)] == pytest.approx(2.0)
+        assert got[(a.id, c.id)] == pytest.approx(1.0)
+        assert got[(c.id, b.id)] == pytest.approx(1.0)
+
+    def test_associations_listed_from_both_ends(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        self.store(backend, build.engram(1))
+        assoc = Association("e00002", "e00001", 0.8, "semantic", T0)
+        self.store(backend, build.engram(2), associations=[assoc])
+        for end in ("e00001", "e00002"):
+            [got] = backend.associations_of([end], 10)
+            assert (got.source_id, got.target_id) == ("e00002", "e00001")
+            assert got.strength == pytest.approx(0.8)
+            assert got.relation_type == "semantic"
+        assert backend.associations_of(["missing"], 10) == []
+
+    def test_associations_of_keeps_strongest_per_engram(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        for i in range(1, 4):
+            self.store(backend, build.engram(i))
+        assocs = [Association("e00000", f"e0000{i}", s) for i, s in ((1, 0.75), (2, 0.9), (3, 0.8))]
+        self.store(backend, build.engram(0), associations=assocs)
+        got = backend.associations_of(["e00000"], 2)
+        assert sorted(a.target_id for a in got) == ["e00002", "e00003"]
+
+    def test_association_to_missing_target_is_skipped(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        self.store(backend, build.engram(1))
+        assocs = [Association("e00002", "gone", 0.9), Association("e00002", "e00001", 0.7)]
+        self.store(backend, build.engram(2), associations=assocs)
+        assert backend.counts()["associations"] == 1
+        assert [a.target_id for a in backend.iter_associations()] == ["e00001"]
+
+    def test_add_memory_failure_leaves_nothing(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        broken = Cue(id="c-broken", name="broken", cue_type="keyword", embedding=_Unconvertible())
+        engram = build.engram(1)
+        with pytest.raises(Exception):  # noqa: B017 - any error, as long as nothing is left
+            self.store(backend, engram, [build.cue("fine"), broken])
+        assert backend.count_engrams() == 0
+        assert backend.get_engrams([engram.id]) == []
+        assert all(v == 0 for v in backend.counts().values()), backend.counts()
+        assert backend.vector_search(engram.embedding, 5) == []
+        assert backend.text_search("memory", 5) == []
+        self.store(backend, engram, [build.cue("fine")])  # the store still works
+        assert backend.count_engrams() == 1
+
+    # -- updates and deletes ------------------------------------------------------------
+    def test_update_engrams_is_partial(self, backend: StorageBackend, build: GraphBuilder) -> None:
+        engram = build.engram(1)
+        self.store(backend, engram)
+        later = T0 + timedelta(days=3, microseconds=456000)
+        backend.update_engrams(
+            [
+                EngramUpdate(engram.id, access_count=9, last_accessed_at=later),
+                EngramUpdate("missing", access_count=1),
+            ]
+        )
+        [got] = backend.get_engrams([engram.id])
+        assert_engram_equal(got, engram.with_changes(access_count=9, last_accessed_at=later))
+        backend.update_engrams([EngramUpdate(engram.id, decay_factor=0.33, importance=0.9)])
+        [got] = backend.get_engrams([engram.id])
+        want = engram.with_changes(
+            access_count=9, last_accessed_at=later, decay_factor=0.33, importance=0.9
+        )
+        assert_engram_equal(got, want)
+        assert backend.count_engrams() == 1
+
+    def test_update_cluster_ids_in_batch(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        engrams = self.load(backend, build, 30)
+        backend.update_engrams(
+            [EngramUpdate(e.id, cluster_id=i % 3) for i, e in enumerate(engrams)]
+        )
+        stats = {s.id: s.cluster_id for s in backend.engram_stats()}
+        assert stats == {e.id: i % 3 for i, e in enumerate(engrams)}
+        got = {e.id: e for e in backend.get_engrams([e.id for e in engrams])}
+        for i, e in enumerate(engrams):
+            assert_engram_equal(got[e.id], e.with_changes(cluster_id=i % 3))
+
+    def test_delete_engrams_cascades_and_counts_existing(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        shared, own = build.cue("shared"), build.cue("own")
+        self.store(backend, build.engram(1), [shared, own])
+        self.store(backend, build.engram(2), [shared], [Association("e00002", "e00001", 0.9)])
+        self.store(backend, build.engram(3), [shared], [Association("e00003", "e00002", 0.8)])
+        assert backend.delete_engrams(["e00002", "missing", "e00002"]) == 1
+        assert backend.delete_engrams(["missing"]) == 0
+        assert sorted(e.id for e in backend.iter_engrams()) == ["e00001", "e00003"]
+        counts = backend.counts()
+        assert (counts["engrams"], counts["links"], counts["associations"]) == (2, 3, 0)
+        assert backend.associations_of(["e00001", "e00003"], 10) == []
+        assert "e00002" not in [i for i, _ in backend.vector_search(build.vec(10_002), 5)]
+        assert "e00002" not in [i for i, _ in backend.text_search("number 2", 5)]
+        assert "e00002" not in [i for i, _ in backend.text_search("summary", 5)]
+        assert {e for e, _ in backend.engrams_for_cues([shared.id], 10)[shared.id]} == {
+            "e00001",
+            "e00003",
+        }
+
+    def test_delete_orphan_cues_removes_cooccurs(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        a, b, c = build.cue("keep"), build.cue("orphan1"), build.cue("orphan2")
+        self.store(backend, build.engram(1), [a, b, c])
+        self.store(backend, build.engram(2), [a])
+        assert backend.delete_orphan_cues() == 0
+        backend.delete_engrams(["e00001"])
+        assert backend.delete_orphan_cues() == 2
+        assert [x.id for x in backend.iter_cues()] == [a.id]
+        assert list(backend.iter_cooccurrences()) == []
+        assert backend.get_cues(["orphan1"]) == []
+        assert [c.id for c, _ in backend.cue_vector_search(b.embedding, 5)] == [a.id]
+        assert backend.delete_orphan_cues() == 0
+
+    # -- listing, counting, stats ---------------------------------------------------------
+    def test_list_engrams_by_last_access(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        t = T0 + timedelta(days=1)
+        specs = [
+            (1, t, 0),
+            (2, t + timedelta(hours=1), 0),
+            (3, t, 5),
+            (4, t - timedelta(days=1), 0),
+        ]
+        for i, last, created in specs:
+            created_at = T0 + timedelta(minutes=created)
+            self.store(backend, build.engram(i, last_accessed_at=last, created_at=created_at))
+        # e3 and e1 tie on last access: the newer created (e3) comes first.
+        assert [e.id for e in backend.list_engrams(10)] == ["e00002", "e00003", "e00001", "e00004"]
+        assert [e.id for e in backend.list_engrams(2)] == ["e00002", "e00003"]
+        assert backend.list_engrams(0) == []
+
+    def test_list_engrams_filters_before_limit(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        for i in range(12):
+            kind = "semantic" if i < 2 else "episodic"
+            self.store(backend, build.engram(i, memory_type=kind))
+        got = backend.list_engrams(2, "semantic")
+        assert sorted(e.id for e in got) == ["e00000", "e00001"]
+        assert all(e.memory_type == "semantic" for e in got)
+        assert backend.list_engrams(5, "procedural") == []
+
+    def test_count_and_counts(self, backend: StorageBackend, build: GraphBuilder) -> None:
+        assert backend.count_engrams() == 0
+        assert backend.counts() == dict.fromkeys(
+            ("engrams", "cues", "links", "associations", "cooccurrences"), 0
+        )
+        self.store(backend, build.engram(1), [build.cue("x"), build.cue("y")])
+        self.store(backend, build.engram(2), [build.cue("x")], [Association("e00002", "e00001", 1)])
+        assert backend.count_engrams() == 2
+        assert backend.counts() == {
+            "engrams": 2,
+            "cues": 2,
+            "links": 3,
+            "associations": 1,
+            "cooccurrences": 2,
+        }
+
+    def test_engram_stats(self, backend: StorageBackend, build: GraphBuilder) -> None:
+        engrams = [build.engram(i, cluster_id=i) for i in range(5)]
+        for e in engrams:
+            self.store(backend, e)
+        stats = {s.id: s for s in backend.engram_stats()}
+        assert set(stats) == {e.id for e in engrams}
+        for e in engrams:
+            s = stats[e.id]
+            assert s.importance == pytest.approx(e.importance, abs=1e-6)
+            assert s.access_count == e.access_count
+            assert s.decay_factor == pytest.approx(e.decay_factor, abs=1e-6)
+            assert s.cluster_id == e.cluster_id
+            _assert_same_time(s.last_accessed_at, e.last_accessed_at)
+
+    # -- vector search ----------------------------------------------------------------------
+    def _exact(self, engrams: list[Engram], query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        matrix = np.stack([unit(e.embedding) for e in engrams])  # type: ignore[arg-type]
+        scores = matrix @ unit(query)
+        order = np.argsort(-scores, kind="stable")[:k]
+        return [(engrams[i].id, float(scores[i])) for i in order]
+
+    def test_vector_search_matches_exact_cosine(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        assert backend.vector_search(build.vec(1), 5) == []
+        engrams = [build.engram(i) for i in range(40)]
+        for e in engrams:
+            self.store(backend, e)
+        for q in range(5):
+            query = build.vec(500 + q) * 3.0  # an unnormalised query must work too
+            got = backend.vector_search(query, 10)
+            want = self._exact(engrams, query, 10)
+            assert [i for i, _ in got] == [i for i, _ in want]
+            np.testing.assert_allclose([s for _, s in got], [s for _, s in want], atol=1e-4)
+        assert len(backend.vector_search(build.vec(7), 100)) == 40
+
+    def test_vector_search_filters_memory_type_before_k(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        query = build.vec(77)
+        engrams = [build.engram(i, memory_type="episodic") for i in range(20)]
+        far = build.engram(20, memory_type="procedural", embedding=unit(-query))
+        for e in [*engrams, far]:
+            self.store(backend, e)
+        assert backend.vector_search(query, 3, "procedural") == [
+            (far.id, pytest.approx(-1.0, abs=1e-4))
+        ]
+        got = backend.vector_search(query, 3, "episodic")
+        assert [i for i, _ in got] == [i for i, _ in self._exact(engrams, query, 3)]
+
+    def test_vector_search_above_index_threshold(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        n = self.indexed_engrams
+        assert n > self.index_threshold
+        engrams = self.load(backend, build, n)
+        assert backend.ensure_indexes(self.dims, n + 1) == [], "below the threshold: no indexes"
+        created = backend.ensure_indexes(self.dims, self.index_threshold)
+        assert backend.ensure_indexes(self.dims, self.index_threshold) == [], (
+            f"second ensure_indexes call created {created} again"
+        )
+        hits = 0
+        for q in range(10):
+            query = build.vec(900 + q)
+            got = backend.vector_search(query, 10)
+            want = dict(self._exact(engrams, query, n))
+            hits += len({i for i, _ in got} & set(list(want)[:10]))
+            for i, score in got:
+                assert score == pytest.approx(want[i], abs=1e-3), f"wrong cosine for {i}"
+        assert hits / 100 >= 0.9, f"recall@10 {hits / 100:.2f} < 0.9 with indexes {created}"
+        fresh = build.engram(n + 1, embedding=build.vec(4242))
+        self.store(backend, fresh)  # rows added after indexing must be found
+        assert backend.vector_search(build.vec(4242), 1)[0][0] == fresh.id
+
+    def test_cue_vector_search(self, backend: StorageBackend, build: GraphBuilder) -> None:
+        assert backend.cue_vector_search(build.vec(1), 3) == []
+        cues = [build.cue(f"cue{i}") for i in range(12)]
+        self.store(backend, build.engram(1), cues[:6])
+        self.store(backend, build.engram(2), cues[6:])
+        query = build.near(cues[4].embedding, seed=3, noise=0.05)  # type: ignore[arg-type]
+        got = backend.cue_vector_search(query, 3)
+        assert len(got) == 3
+        assert got[0][0].id == cues[4].id and got[0][0].name == "cue4"
+        assert got[0][1] == pytest.approx(float(unit(query) @ cues[4].embedding), abs=1e-4)
+        assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+
+    # -- text search -----------------------------------------------------------------------
+    def test_text_search_covers_content_summary_tags(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        self.store(backend, build.engram(1, content="the zebra runs", summary="s", tags=[]))
+        self.store(backend, build.engram(2, content="c", summary="a quokka smiled", tags=[]))
+        self.store(backend, build.engram(3, content="c", summary="s", tags=["narwhal"]))
+        self.store(backend, build.engram(4, content="nothing here", summary="s", tags=["x"]))
+        for word, want in (("zebra", "e00001"), ("quokka", "e00002"), ("narwhal", "e00003")):
+            got = backend.text_search(word, 5)
+            assert [i for i, _ in got] == [want], f"{word!r} -> {got}"
+        assert backend.text_search("ZEBRA", 5)[0][0] == "e00001", "text search ignores case"
+        got = backend.text_search("zebra quokka", 5)
+        assert {i for i, _ in got} == {"e00001", "e00002"}
+        assert backend.text_search("platypus", 5) == []
+
+    def test_text_search_ranks_and_filters_before_k(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        for i in range(10):
+            self.store(backend, build.engram(i, content=f"apple pie {i}", memory_type="episodic"))
+        self.store(backend, build.engram(10, content="apple", memory_type="semantic"))
+        self.store(backend, build.engram(11, content="apple apple orchard banana"))
+        assert [i for i, _ in backend.text_search("apple", 3, "semantic")] == ["e00010"]
+        got = backend.text_search("orchard apple", 3)
+        assert got[0][0] == "e00011"
+        assert len(got) == 3
+        assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+
+    @pytest.mark.parametrize("query", NASTY_QUERIES)
+    def test_text_search_treats_syntax_as_plain_text(
+        self, backend: StorageBackend, build: GraphBuilder, query: str
+    ) -> None:
+        self.store(backend, build.engram(1, content=f"needle {query} haystack", tags=[]))
+        self.store(backend, build.engram(2, content="unrelated words", summary="", tags=[]))
+        got = backend.text_search(query, 5)
+        assert isinstance(got, list)
+        assert "e00002" not in [i for i, _ in got]
+        assert backend.count_engrams() == 2
+        assert [i for i, _ in backend.text_search(f"{query} needle", 5)] == ["e00001"]
+
+    # -- cues and links -------------------------------------------------------------------
+    def test_engrams_for_cues_is_bounded_by_importance(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        hub, rare = build.cue("hub"), build.cue("rare")
+        for i in range(10):
+            cues = [hub, rare] if i == 0 else [hub]
+            self.store(backend, build.engram(i, importance=i / 10), cues)
+        got = backend.engrams_for_cues([hub.id, rare.id, "missing"], 3)
+        assert sorted(e for e, _ in got[hub.id]) == ["e00007", "e00008", "e00009"]
+        assert all(s == pytest.approx(1.0) for _, s in got[hub.id])
+        assert [e for e, _ in got[rare.id]] == ["e00000"]
+        assert got.get("missing", []) == []
+        degrees = backend.cue_degrees([hub.id, rare.id, "missing"])
+        assert degrees[hub.id] == 10 and degrees[rare.id] == 1
+        assert degrees.get("missing", 0) == 0
+
+    def test_cues_of(self, backend: StorageBackend, build: GraphBuilder) -> None:
+        a, b = build.cue("a"), build.cue("b")
+        self.store(backend, build.engram(1), [a, b])
+        self.store(backend, build.engram(2), [b])
+        self.store(backend, build.engram(3), [])
+        got = sorted((lk.engram_id, lk.cue_id, lk.strength) for lk in backend.cues_of(["e00001"]))
+        assert got == [("e00001", a.id, 1.0), ("e00001", b.id, 1.0)]
+        assert backend.cues_of(["e00003", "missing"]) == []
+        assert len(backend.cues_of(["e00001", "e00002"])) == 3
+
+    # -- metadata -------------------------------------------------------------------------
+    def test_meta_get_and_set(self, backend: StorageBackend) -> None:
+        assert backend.get_meta("leiden.resolution") is None
+        backend.set_meta("leiden.resolution", "1.25")
+        backend.set_meta("embedding.model", "m\u00fcnchen 'quoted' \"x\"")
+        backend.set_meta("leiden.resolution", "0.5")
+        assert backend.get_meta("leiden.resolution") == "0.5"
+        assert backend.get_meta("embedding.model") == "m\u00fcnchen 'quoted' \"x\""
+
+    # -- import and streams -----------------------------------------------------------------
+    def _graph(
+        self, build: GraphBuilder
+    ) -> tuple[list[Engram], list[Cue], list[Link], list[Association], list[CoOccurrence]]:
+        engrams = [build.engram(i, cluster_id=i % 4) for i in range(25)]
+        cues = [build.cue(f"k{i}", cue_type="entity") for i in range(10)]
+        links = [
+            Link(e.id, cues[(i + j) % 10].id, 1.0) for i, e in enumerate(engrams) for j in (0, 3)
+        ]
+        assocs = [
+            Association(engrams[i].id, engrams[(i + 1) % 25].id, 0.5 + i / 100, "semantic", T0)
+            for i in range(25)
+        ]
+        cooc = [CoOccurrence(cues[i].id, cues[(i + 3) % 10].id, float(i + 1)) for i in range(10)]
+        return engrams, cues, links, assocs, cooc
+
+    def test_import_records_round_trips(self, backend: StorageBackend, build: GraphBuilder) -> None:
+        engrams, cues, links, assocs, cooc = self._graph(build)
+        backend.import_records(engrams[:10], cues, [], [], [])
+        backend.import_records(engrams[10:], [], links, assocs, cooc)  # edges to earlier call
+        got = list(backend.iter_engrams(batch_size=7))
+        assert [e.id for e in got] == sorted(e.id for e in engrams)
+        by_id = {e.id: e for e in engrams}
+        for e in got:
+            assert_engram_equal(e, by_id[e.id])
+        got_cues = list(backend.iter_cues())
+        assert [c.id for c in got_cues] == sorted(c.id for c in cues)
+        for c in got_cues:
+            want = next(x for x in cues if x.id == c.id)
+            assert (c.name, c.cue_type) == (want.name, want.cue_type)
+            np.testing.assert_allclose(c.embedding, want.embedding, atol=1e-5)
+        assert sorted(backend.iter_links(), key=_link_key) == sorted(links, key=_link_key)
+        got_assocs = {_edge_key(a): a for a in backend.iter_associations()}
+        assert set(got_assocs) == {_edge_key(a) for a in assocs}
+        for a in assocs:
+            assert got_assocs[_edge_key(a)].strength == pytest.approx(a.strength)
+        got_cooc = {(c.source_id, c.target_id): c.strength for c in backend.iter_cooccurrences()}
+        assert got_cooc == {(c.source_id, c.target_id): pytest.approx(c.strength) for c in cooc}
+        assert backend.counts() == {
+            "engrams": 25,
+            "cues": 10,
+            "links": 50,
+            "associations": 25,
+            "cooccurrences": 10,
+        }
+
+    def test_import_records_replaces_existing_ids(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        engram = build.engram(1)
+        backend.import_records([engram], [build.cue("z")], [], [], [])
+        changed = engram.with_changes(content="replaced text", embedding=build.vec(31337))
+        backend.import_records([changed], [], [], [], [])
+        assert backend.count_engrams() == 1
+        [got] = backend.get_engrams([engram.id])
+        assert_engram_equal(got, changed)
+        assert backend.vector_search(build.vec(31337), 1)[0][0] == engram.id
+        assert backend.text_search("replaced", 3)[0][0] == engram.id
+
+    def test_iter_engrams_ordered_by_id_in_batches(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        ids = [f"id-{x}" for x in ("m", "b", "z", "a", "q")]
+        for n, i in enumerate(ids):
+            self.store(backend, build.engram(n, id=i), [build.cue(f"w{n}")])
+        assert [e.id for e in backend.iter_engrams(batch_size=2)] == sorted(ids)
+        assert [c.id for c in backend.iter_cues()] == sorted(f"c-w{n}" for n in range(5))
+        assert all(e.embedding is not None for e in backend.iter_engrams(batch_size=1))
+
+    # -- isolation, text edge cases, persistence -------------------------------------------------
+    def test_tenant_isolation(self, backend_factory: Make, build: GraphBuilder) -> None:
+        alice, bob = backend_factory("alice"), backend_factory("bob")
+        e1 = build.engram(1, content="alice secret zebra")
+        alice.add_memory(e1, [build.cue("apple"), build.cue("lonely")], [])
+        alice.add_memory(
+            build.engram(2), [build.cue("apple")], [Association("e00002", "e00001", 1)]
+        )
+        alice.add_memory(build.engram(3), [build.cue("orphan")], [])
+        alice.delete_engrams(["e00003"])  # leaves alice an orphan cue bob must not delete
+        alice.set_meta("k", "alice")
+        bob.add_memory(build.engram(5), [build.cue("apple", seed=8)], [])
+        assert bob.get_engrams(["e00001", "e00002"]) == []
+        assert [e.id for e in bob.list_engrams(10)] == ["e00005"]
+        assert bob.count_engrams() == 1 and bob.counts()["cues"] == 1
+        assert [i for i, _ in bob.vector_search(e1.embedding, 10)] == ["e00005"]
+        assert bob.text_search("zebra", 10) == []
+        assert [c.id for c in bob.get_cues(["apple", "lonely"])] == ["c-apple-8"]
+        assert [c.id for c, _ in bob.cue_vector_search(build.vec(1), 10)] == ["c-apple-8"]
+        assert bob.associations_of(["e00001", "e00002"], 10) == []
+        assert bob.cues_of(["e00001"]) == [] and bob.get_meta("k") is None
+        assert bob.engrams_for_cues(["c-apple"], 10).get("c-apple", []) == []
+        assert bob.delete_engrams(["e00001", "e00002"]) == 0
+        bob.update_engrams([EngramUpdate("e00001", access_count=99)])
+        bob.delete_engrams(["e00005"])
+        assert bob.delete_orphan_cues() == 1  # bob's apple only, not alice's orphan
+        assert [e.id for e in alice.iter_engrams()] == ["e00001", "e00002"]
+        assert alice.get_engrams(["e00001"])[0].access_count == e1.access_count
+        assert alice.counts()["cues"] == 3 and alice.get_meta("k") == "alice"
+        assert [c.id for c in alice.get_cues(["apple"])] == ["c-apple"]
+        assert len(list(alice.iter_links())) == 3 and len(list(alice.iter_associations())) == 1
+        assert list(bob.iter_engrams()) == [] and list(bob.iter_cooccurrences()) == []
+
+    def test_unicode_round_trips(self, backend: StorageBackend, build: GraphBuilder) -> None:
+        text = (
+            "emoji \U0001f9e0\U0001f468\u200d\U0001f469 \u4e2d\u6587\u8bb0\u5fc6 "
+            "\u05e9\u05dc\u05d5\u05dd \u0645\u0631\u062d\u0628\u0627 caf\u00e9 \u00df"
+        )
+        engram = build.engram(
+            1, content=text, summary="\u8bb0\u5fc6 summary", tags=["\u00e9t\u00e9", "\U0001f34e"]
+        )
+        cue = build.cue("\u00e4pfel \u8bb0")
+        stored = self.store(backend, engram, [cue])
+        [got] = backend.get_engrams([engram.id])
+        assert_engram_equal(got, engram)
+        assert stored.cues[0].name == cue.name
+        assert [c.id for c in backend.get_cues([cue.name])] == [cue.id]
+        assert backend.text_search("caf\u00e9", 3)[0][0] == engram.id
+
+    def test_large_content_round_trips(self, backend: StorageBackend, build: GraphBuilder) -> None:
+        chunk = "lorem ipsum dolor sit amet \u00e9 "
+        content = (chunk * (self.large_content_bytes // len(chunk) + 1))[: self.large_content_bytes]
+        engram = build.engram(1, content=content)
+        self.store(backend, engram)
+        [got] = backend.get_engrams([engram.id])
+        assert len(got.content) == len(content) and got.content == content
+
+    def test_reopen_keeps_data(self, backend: StorageBackend, build: GraphBuilder) -> None:
+        cue = build.cue("persist")
+        self.store(backend, build.engram(1), [cue, build.cue("other")])
+        self.store(
+            backend,
+            build.engram(2, content="durable walrus"),
+            [cue],
+            [Association("e00002", "e00001", 0.9)],
+        )
+        backend.set_meta("schema.test", "1")
+        before = backend.counts()
+        again = self.reopen(backend)
+        try:
+            assert again.counts() == before
+            assert_engram_equal(again.get_engrams(["e00001"])[0], build.engram(1))
+            assert again.vector_search(build.vec(10_001), 1)[0][0] == "e00001"
+            assert again.text_search("walrus", 3)[0][0] == "e00002"
+            assert again.get_meta("schema.test") == "1"
+            assert [c.id for c in again.add_memory(build.engram(3), [cue], []).cues] == [cue.id]
+        finally:
+            again.close()
+
+    def test_close_is_idempotent(self, backend_factory: Make) -> None:
+        backend = backend_factory("carol")
+        backend.close()
+        backend.close()
+
+
+def _link_key(link: Link) -> tuple[str, str]:
+    return (link.engram_id, link.cue_id)
+
+
+class _Unconvertible:
+    """An embedding that fails every conversion, to make add_memory fail mid-way."""
+
+    def __array__(self, *args: object, **kwargs: object) -> Iterator[float]:
+        raise RuntimeError("unconvertible embedding (deliberate test failure)")
+
+    def __iter__(self) -> Iterator[float]:
+        raise RuntimeError("unconvertible embedding (deliberate test failure)")
+
+    def __len__(self) -> int:
+        raise RuntimeError("unconvertible embedding (deliberate test failure)")
+
+    def tolist(self) -> list[float]:
+        raise RuntimeError("unconvertible embedding (deliberate test failure)")
