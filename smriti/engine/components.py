@@ -1,0 +1,105 @@
+"""Choosing the embedder, cue extractor, clusterer, backend and backup provider."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from smriti.backup import BackupProvider
+from smriti.clustering import Clusterer
+from smriti.config import Settings
+from smriti.embedding import Embedder
+from smriti.errors import UnknownBackendError
+from smriti.extraction import CueExtractor
+from smriti.logs import get_logger
+from smriti.model import Extraction
+from smriti.plugins import Registry
+from smriti.storage import StorageBackend
+
+log = get_logger(__name__)
+
+
+def _auto(registry: Registry, kind: str, settings: Settings) -> Any:
+    for cls in registry.unique(kind):
+        instance = cls.from_settings(settings)
+        if instance is not None:
+            return instance
+    raise UnknownBackendError(f"no {kind} is available; reinstall smriti")
+
+
+def choose_embedder(registry: Registry, settings: Settings) -> Embedder:
+    """``SMRITI_EMBEDDER`` or, with ``auto``, the best configured embedder."""
+    if settings.embedder != "auto":
+        cls = registry.get("embedder", settings.embedder, "SMRITI_EMBEDDER")
+        return cls.from_settings(settings, explicit=True)
+    embedder: Embedder = _auto(registry, "embedder", settings)
+    if embedder.name == "lexical":
+        log.info(
+            "no embedding API configured: using the built-in lexical embedder "
+            "(set LLM_API_KEY or EMBEDDING_BASE_URL, or install smriti[local], for semantic recall)"
+        )
+    return embedder
+
+
+def choose_extractor(registry: Registry, settings: Settings) -> CueExtractor:
+    """``SMRITI_CUE_EXTRACTOR`` or the best configured one, with a heuristic fallback."""
+    if settings.cue_extractor != "auto":
+        cls = registry.get("extractor", settings.cue_extractor, "SMRITI_CUE_EXTRACTOR")
+        primary = cls.from_settings(settings, explicit=True)
+    else:
+        primary = _auto(registry, "extractor", settings)
+    fallback_cls = registry.classes["extractor"].get("heuristic")
+    if primary.name == "heuristic" or fallback_cls is None:
+        if primary.name == "heuristic":
+            log.info("no LLM configured: using the built-in heuristic cue extractor")
+        return primary
+    return FallbackExtractor(primary, fallback_cls.from_settings(settings))
+
+
+def choose_clusterer(registry: Registry, settings: Settings) -> Clusterer | None:
+    """The highest-priority clusterer that can run, or None."""
+    for cls in registry.unique("clusterer"):
+        instance = cls.from_settings(settings)
+        if instance is not None:
+            return instance
+    return None
+
+
+def choose_backend(registry: Registry, settings: Settings, user: str) -> StorageBackend:
+    """The ``DB_TYPE`` backend for ``user`` (not yet opened)."""
+    cls = registry.get("backend", settings.db_type, "DB_TYPE")
+    return cls.from_settings(settings, user)
+
+
+def choose_backup(registry: Registry, settings: Settings, user: str) -> BackupProvider:
+    """The ``BACKUP_TYPE`` provider for ``user``."""
+    cls = registry.get("backup", settings.backup_type, "BACKUP_TYPE")
+    return cls(settings, user)
+
+
+class FallbackExtractor(CueExtractor):
+    """Uses the primary extractor and degrades to the fallback when it fails."""
+
+    name = "fallback"
+
+    def __init__(self, primary: CueExtractor, fallback: CueExtractor) -> None:
+        self.primary = primary
+        self.fallback = fallback
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, explicit: bool = False) -> None:
+        return None
+
+    def extract(self, text: str, *, query: bool = False) -> Extraction:
+        try:
+            return self.primary.extract(text, query=query)
+        except Exception as exc:  # the store or recall must never fail because of the LLM
+            log.warning(
+                "cue extraction failed; using the heuristic extractor",
+                extractor=self.primary.name,
+                error=f"{type(exc).__name__}: {exc}"[:300],
+            )
+            return self.fallback.extract(text, query=query)
+
+    def close(self) -> None:
+        self.primary.close()
+        self.fallback.close()

@@ -1,0 +1,117 @@
+"""Consolidation (SPEC §7): decay, prune, strengthen, orphan cleanup, Leiden, indexes."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from smriti.model import EngramUpdate, utcnow
+from smriti.storage import EngramStats
+
+if TYPE_CHECKING:
+    from smriti.engine.core import Engine
+
+STRENGTHEN_MIN_ACCESSES = 5
+STRENGTHEN_BELOW = 0.9
+LEIDEN_STATE_KEY = "leiden_state"
+WRITE_BATCH = 2000
+
+
+@dataclass(slots=True)
+class ConsolidationReport:
+    """What one consolidation run changed."""
+
+    decayed: int = 0
+    pruned: int = 0
+    strengthened: int = 0
+    orphan_cues_removed: int = 0
+    clusters: int = 0
+    reclustered: int = 0
+    indexes_created: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready form."""
+        return asdict(self)
+
+
+def decay_of(stats: EngramStats, now: datetime, rate: float) -> tuple[float, bool]:
+    """exp(-rate · days since last access), plus the frequent-access bonus.
+
+    Computed from the stored access time, so the result does not depend on how often
+    consolidation runs. Returns (decay, strengthened).
+    """
+    days = max(0.0, (now - stats.last_accessed_at).total_seconds() / 86400.0)
+    decay = math.exp(-rate * days)
+    if stats.access_count > STRENGTHEN_MIN_ACCESSES and decay < STRENGTHEN_BELOW:
+        return min(1.0, decay + min(0.01 * stats.access_count, 0.1)), True
+    return decay, False
+
+
+def consolidate(engine: Engine) -> ConsolidationReport:
+    """Run every consolidation step once; writes are batched."""
+    started = time.perf_counter()
+    s = engine.settings
+    report = ConsolidationReport()
+    now = utcnow()
+    prune: list[str] = []
+    updates: list[EngramUpdate] = []
+    kept: dict[str, int] = {}
+    for stats in engine.backend.engram_stats():
+        decay, strengthened = decay_of(stats, now, s.decay_rate)
+        if decay < s.prune_decay_threshold and stats.importance < s.prune_importance_threshold:
+            prune.append(stats.id)
+            continue
+        kept[stats.id] = stats.cluster_id
+        report.strengthened += strengthened
+        if abs(decay - stats.decay_factor) > 1e-9:
+            updates.append(EngramUpdate(stats.id, decay_factor=decay))
+    report.decayed = len(updates)
+    _write(engine, updates)
+    for i in range(0, len(prune), WRITE_BATCH):
+        report.pruned += engine.backend.delete_engrams(prune[i : i + WRITE_BATCH])
+    report.orphan_cues_removed = engine.backend.delete_orphan_cues()
+    recluster(engine, kept, report)
+    if engine.embedder.dims:
+        report.indexes_created = engine.backend.ensure_indexes(
+            engine.embedder.dims, s.index_threshold
+        )
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+def recluster(engine: Engine, previous: dict[str, int], report: ConsolidationReport) -> None:
+    """Leiden over the undirected AssociatedWith graph; cluster ids written in one batch."""
+    if engine.clusterer is None or len(previous) < 3:
+        return
+    weights: dict[tuple[str, str], float] = {}
+    for edge in engine.backend.iter_associations():
+        if (
+            edge.source_id in previous
+            and edge.target_id in previous
+            and edge.source_id != edge.target_id
+        ):
+            key = tuple(sorted((edge.source_id, edge.target_id)))
+            weights[key] = max(weights.get(key, 0.0), edge.strength)  # type: ignore[index]
+    if not weights:
+        return
+    nodes = sorted(previous)
+    edges = [(a, b, w) for (a, b), w in sorted(weights.items())]
+    state = json.loads(engine.backend.get_meta(LEIDEN_STATE_KEY) or "{}")
+    result = engine.clusterer.cluster(nodes, edges, state, previous)
+    engine.backend.set_meta(LEIDEN_STATE_KEY, json.dumps(result.state))
+    changed = [
+        EngramUpdate(i, cluster_id=c) for i, c in result.membership.items() if previous.get(i) != c
+    ]
+    engine.backend.update_engrams(changed)
+    report.clusters = len(set(result.membership.values()))
+    report.reclustered = len(changed)
+
+
+def _write(engine: Engine, updates: list[EngramUpdate]) -> None:
+    for i in range(0, len(updates), WRITE_BATCH):
+        engine.backend.update_engrams(updates[i : i + WRITE_BATCH])

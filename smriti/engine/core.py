@@ -1,0 +1,238 @@
+"""The Engine: one user's memory, wiring backend, embedder, extractor, clusterer, backup."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pluggy
+
+from smriti import validation
+from smriti.backup import SyncReport
+from smriti.config import Settings
+from smriti.engine import components
+from smriti.engine.background import Background
+from smriti.engine.consolidate import ConsolidationReport, consolidate
+from smriti.engine.recall import recall
+from smriti.engine.store import StoreOutcome, store
+from smriti.errors import ConfigError, NotFound
+from smriti.logs import get_logger
+from smriti.model import Cue, Engram, RecallResult
+from smriti.plugins import Registry, create_plugin_manager
+
+log = get_logger(__name__)
+
+EMBEDDING_MODEL_KEY = "embedding_model"
+CUE_CACHE_SIZE = 20_000
+INDEX_CHECK_EVERY = 50
+
+
+class Engine:
+    """Store, recall, forget and consolidate one user's memories.
+
+    Build with ``Engine.from_settings``; use as a context manager or call ``open`` and
+    ``close``. Methods are thread-safe; no lock is held across embedding or LLM calls.
+    """
+
+    def __init__(self, settings: Settings, registry: Registry, user: str | None = None) -> None:
+        self.settings = settings
+        self.registry = registry
+        self.user = validation_user(user or settings.accessing_user)
+        self.backend = components.choose_backend(registry, settings, self.user)
+        self.embedder = components.choose_embedder(registry, settings)
+        self.extractor = components.choose_extractor(registry, settings)
+        self.clusterer = components.choose_clusterer(registry, settings)
+        self.backup = components.choose_backup(registry, settings, self.user)
+        self._cue_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        self._writes = 0
+        self._size = 0
+        self._model_checked = False
+        self.dirty = threading.Event()
+        self.background = Background(self)
+        self.is_open = False
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, pm: pluggy.PluginManager | None = None, user: str | None = None
+    ) -> Engine:
+        """An engine for ``settings`` with plugins from ``pm`` (default: installed ones)."""
+        if pm is None:
+            pm, _ = create_plugin_manager(environ=settings.env or None)
+        return cls(settings, Registry(pm), user)
+
+    # -- lifecycle -------------------------------------------------------------------
+    def open(self) -> Engine:
+        """Open the store (restoring from backup first when configured and empty)."""
+        from smriti.engine.snapshots import restore_if_empty
+
+        self.backend.open()
+        self.is_open = True
+        restore_if_empty(self)
+        self._size = self.backend.count_engrams()
+        log.info(
+            "memory opened",
+            user=self.user,
+            backend=self.backend.name,
+            embedder=self.embedder.name,
+            extractor=self.extractor.name,
+            engrams=self._size,
+        )
+        return self
+
+    def close(self) -> None:
+        """Stop background work, push a final backup if anything changed, close."""
+        if not self.is_open:
+            return
+        self.background.stop()
+        if self.dirty.is_set() and self.backup.name != "none":
+            try:
+                self.sync()
+            except Exception as exc:
+                log.error("final backup failed", error=str(exc))
+        self.backend.close()
+        self.embedder.close()
+        self.extractor.close()
+        self.backup.close()
+        self.is_open = False
+
+    def __enter__(self) -> Engine:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start_background(self) -> None:
+        """Start periodic consolidation and backup threads (per the intervals)."""
+        self.background.start()
+
+    def stop_background(self) -> None:
+        """Stop the periodic threads."""
+        self.background.stop()
+
+    # -- operations --------------------------------------------------------------------
+    def store(
+        self, content: object, importance: object = 0.5, tags: object = None, source: object = None
+    ) -> StoreOutcome:
+        """Remember ``content``; raises InvalidInput for bad arguments."""
+        return store(self, content, importance, tags, source)
+
+    def recall(
+        self,
+        query: object = None,
+        limit: object = 5,
+        mode: object = "recall",
+        memory_type: object = None,
+    ) -> list[RecallResult]:
+        """Recall memories (modes ``recall``, ``search``, ``list``)."""
+        return recall(self, query, limit, mode, memory_type)
+
+    def forget(self, memory_id: object) -> Engram:
+        """Delete one of this user's memories; NotFound for unknown or foreign ids."""
+        key = validation.memory_id(memory_id)
+        found = self.backend.get_engrams([key])
+        if not found or not self.backend.delete_engrams([key]):
+            raise NotFound(f"no memory with id {key!r} for user {self.user!r}")
+        self._size = max(0, self._size - 1)
+        self.dirty.set()
+        return found[0]
+
+    def consolidate(self) -> ConsolidationReport:
+        """Run consolidation now."""
+        report = consolidate(self)
+        self._size = self.backend.count_engrams()
+        if report.pruned or report.reclustered or report.decayed:
+            self.dirty.set()
+        log.info("consolidated", **report.to_dict())
+        return report
+
+    def sync(self) -> SyncReport:
+        """Push a consistent snapshot to the backup provider now."""
+        from smriti.engine.snapshots import push_snapshot
+
+        return push_snapshot(self)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts and the components in use."""
+        return {
+            "user": self.user,
+            "backend": self.backend.name,
+            "embedder": self.embedder.name,
+            "embedding_model": self.embedder.model_id,
+            "extractor": getattr(self.extractor, "primary", self.extractor).name,
+            "clusterer": self.clusterer.name if self.clusterer else None,
+            "backup": self.backup.name,
+            **self.backend.counts(),
+        }
+
+    # -- helpers for the pipelines -------------------------------------------------------
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts, checking once that the store's vectors come from this model."""
+        vectors = self.embedder.embed(list(texts))
+        if not self._model_checked:
+            self._check_model()
+        return vectors
+
+    def _check_model(self) -> None:
+        with self._lock:
+            if self._model_checked:
+                return
+            stored = self.backend.get_meta(EMBEDDING_MODEL_KEY)
+            current = self.embedder.model_id
+            if stored is None:
+                self.backend.set_meta(EMBEDDING_MODEL_KEY, current)
+            elif stored != current:
+                raise ConfigError(
+                    f"this store's memories were embedded with {stored!r} but the configured "
+                    f"embedder is {current!r}; restore the previous embedding settings, or "
+                    "re-embed with `smriti export` then `smriti import` into a new store"
+                )
+            self._model_checked = True
+
+    def cue_vectors(self, names: Iterable[str]) -> dict[str, np.ndarray]:
+        """Known embeddings of cue names: from the cache, else from the store."""
+        wanted = list(dict.fromkeys(names))
+        out: dict[str, np.ndarray] = {}
+        with self._lock:
+            for name in wanted:
+                if name in self._cue_cache:
+                    out[name] = self._cue_cache[name]
+        missing = [n for n in wanted if n not in out]
+        if missing:
+            for cue in self.backend.get_cues(missing):
+                if cue.embedding is not None:
+                    out[cue.name] = cue.embedding
+        return out
+
+    def after_write(self, cues: Sequence[Cue]) -> None:
+        """Bookkeeping after a store: cue cache, dirty flag, index creation."""
+        with self._lock:
+            for cue in cues:
+                if cue.embedding is not None:
+                    self._cue_cache[cue.name] = cue.embedding
+                    self._cue_cache.move_to_end(cue.name)
+            while len(self._cue_cache) > CUE_CACHE_SIZE:
+                self._cue_cache.popitem(last=False)
+            self._writes += 1
+            self._size += 1
+            check = (
+                self._writes % INDEX_CHECK_EVERY == 0
+                or self._size == self.settings.index_threshold + 1
+            )
+        self.dirty.set()
+        if check and self.embedder.dims:
+            self.backend.ensure_indexes(self.embedder.dims, self.settings.index_threshold)
+
+    def backend_size(self) -> int:
+        """Approximate engram count (for IDF), kept without querying the store."""
+        return max(self._size, 1)
+
+
+def validation_user(user: str) -> str:
+    """The user name, validated for use in paths and database names."""
+    from smriti.config import validate_user
+
+    return validate_user(user)

@@ -1,0 +1,222 @@
+"""The recall pipeline (SPEC §6): cues, vectors, lexical match, multi-hop, scoring."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from smriti import validation
+from smriti.engine.scoring import Weights, composite, recency, seed_cluster
+from smriti.model import Engram, EngramUpdate, RecallResult, normalise_cue_name, utcnow
+
+if TYPE_CHECKING:
+    from smriti.engine.core import Engine
+
+#: Engrams followed per cue; hub cues stay bounded.
+CUE_FANOUT = 50
+#: Cue-embedding matches per query cue, and the similarity they need.
+CUE_NEIGHBOURS = 3
+CUE_SIMILARITY = 0.8
+#: A vector hit below this similarity is not a direct hit (it may still come as a hop).
+VECTOR_FLOOR = 0.2
+#: Seeds expanded per hop, edges per seed, and the most engrams a cue may encode to be
+#: followed in a hop (hub cues like "user" connect everything and explain nothing).
+HOP_SEEDS = 10
+HOP_EDGES = 5
+HOP_CUE_MAX_DEGREE = 50
+MAX_HOPS = 2
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A memory found by recall, before scoring."""
+
+    similarity: float
+    match_type: str
+    hop: int
+
+
+def recall(
+    engine: Engine,
+    query: object = None,
+    limit: object = 5,
+    mode: object = "recall",
+    memory_type: object = None,
+) -> list[RecallResult]:
+    """Validate, then recall memories for ``query`` (list mode when it is blank)."""
+    text = validation.query(query)
+    count = validation.limit(limit, engine.settings.max_recall_limit)
+    how = validation.mode(mode)
+    kind = validation.memory_type(memory_type)
+    if how == "list" or text is None:
+        return list_recent(engine, count, kind)
+    if how == "search":
+        return search(engine, text, count, kind)
+    return associative(engine, text, count, kind)
+
+
+def list_recent(engine: Engine, limit: int, memory_type: str | None) -> list[RecallResult]:
+    """Most recently accessed memories; score is recency. No access strengthening."""
+    now = utcnow()
+    found = engine.backend.list_engrams(limit, memory_type)
+    return [RecallResult(e, recency(e, now), "list", 0) for e in found]
+
+
+def search(engine: Engine, text: str, limit: int, memory_type: str | None) -> list[RecallResult]:
+    """Vector-only search; score is cosine similarity. No access strengthening."""
+    vector = engine.embed([text])[0]
+    hits = engine.backend.vector_search(vector, limit, memory_type)
+    by_id = {e.id: e for e in engine.backend.get_engrams([i for i, _ in hits])}
+    return [RecallResult(by_id[i], s, "vector", 0) for i, s in hits if i in by_id]
+
+
+def associative(
+    engine: Engine, text: str, limit: int, memory_type: str | None
+) -> list[RecallResult]:
+    """The full multi-stage recall, then access strengthening of what is returned."""
+    names = sorted(
+        {normalise_cue_name(c.name) for c in engine.extractor.extract(text, query=True).cues}
+    )
+    names = [n for n in names if n]
+    vectors = engine.embed([text, *names])
+    found: dict[str, Candidate] = {}
+    _merge(found, cue_hits(engine, names, vectors[1:]), "cue", 0)
+    k = 2 * limit
+    vector_hits = engine.backend.vector_search(vectors[0], k, memory_type)
+    _merge(found, {i: s for i, s in vector_hits if s >= VECTOR_FLOOR}, "vector", 0)
+    _merge(found, _normalised(engine.backend.text_search(text, k, memory_type)), "lexical", 0)
+    expand(engine, found)
+    return rank(engine, found, limit, memory_type)
+
+
+def cue_hits(engine: Engine, names: list[str], vectors: np.ndarray) -> dict[str, float]:
+    """Engrams reached from the query's cues, IDF-weighted, scaled to [0, 1]."""
+    matched: dict[str, float] = {c.id: 1.0 for c in engine.backend.get_cues(names)}
+    for vec in vectors:
+        for cue, sim in engine.backend.cue_vector_search(vec, CUE_NEIGHBOURS):
+            if sim >= CUE_SIMILARITY and matched.get(cue.id, 0.0) < sim:
+                matched[cue.id] = sim
+    if not matched:
+        return {}
+    degrees = engine.backend.cue_degrees(list(matched))
+    total = engine.backend_size()
+    scores: dict[str, float] = {}
+    for cue_id, engrams in engine.backend.engrams_for_cues(list(matched), CUE_FANOUT).items():
+        weight = matched[cue_id] * idf(degrees.get(cue_id, 1), total)
+        for engram_id, strength in engrams:
+            scores[engram_id] = scores.get(engram_id, 0.0) + weight * strength
+    norm = sum(matched[c] * idf(degrees.get(c, 1), total) for c in matched) or 1.0
+    return {eid: min(1.0, s / norm) ** 0.5 for eid, s in scores.items()}
+
+
+def idf(degree: int, total: int) -> float:
+    """Inverse document frequency of a cue encoding ``degree`` of ``total`` engrams."""
+    return math.log(1.0 + (total + 1) / (max(degree, 1) + 0.5))
+
+
+def _normalised(hits: list[tuple[str, float]]) -> dict[str, float]:
+    if not hits:
+        return {}
+    top = max(s for _, s in hits) or 1.0
+    return {i: max(0.0, s / top) for i, s in hits}
+
+
+def _merge(found: dict[str, Candidate], scores: dict[str, float], match: str, hop: int) -> None:
+    for eid, sim in scores.items():
+        have = found.get(eid)
+        if have is None or (have.hop, -have.similarity) > (hop, -sim):
+            found[eid] = Candidate(sim, match, hop)
+
+
+def expand(engine: Engine, found: dict[str, Candidate]) -> None:
+    """Add up to MAX_HOPS hops over associations (both directions) and shared cues."""
+    frontier = _top(found, 0)
+    for hop in range(1, MAX_HOPS + 1):
+        if not frontier:
+            return
+        reached: dict[str, float] = {}
+        for edge in engine.backend.associations_of(frontier, HOP_EDGES):
+            for here, there in ((edge.source_id, edge.target_id), (edge.target_id, edge.source_id)):
+                if here in frontier and there not in found:
+                    sim = found[here].similarity * edge.strength
+                    reached[there] = max(reached.get(there, 0.0), sim)
+        for there, sim in shared_cue_hops(engine, frontier, found).items():
+            reached[there] = max(reached.get(there, 0.0), sim)
+        _merge(found, reached, "association", hop)
+        frontier = _top(found, hop)
+
+
+def shared_cue_hops(
+    engine: Engine, frontier: list[str], found: dict[str, Candidate]
+) -> dict[str, float]:
+    """engram → cue → engram leaps through specific (non-hub) cues."""
+    links = engine.backend.cues_of(frontier)
+    if not links:
+        return {}
+    cue_ids = sorted({link.cue_id for link in links})
+    degrees = engine.backend.cue_degrees(cue_ids)
+    usable = [c for c in cue_ids if 1 < degrees.get(c, 0) <= HOP_CUE_MAX_DEGREE]
+    if not usable:
+        return {}
+    via: dict[str, list[str]] = {}
+    for link in links:
+        via.setdefault(link.cue_id, []).append(link.engram_id)
+    reached: dict[str, float] = {}
+    for cue_id, engrams in engine.backend.engrams_for_cues(usable, HOP_CUE_MAX_DEGREE).items():
+        strength = 1.0 / (1.0 + math.log(degrees[cue_id]))
+        parent = max(found[e].similarity for e in via[cue_id])
+        for engram_id, _ in engrams:
+            if engram_id not in found:
+                reached[engram_id] = max(reached.get(engram_id, 0.0), parent * strength)
+    return reached
+
+
+def _top(found: dict[str, Candidate], hop: int) -> list[str]:
+    ids = [i for i, c in found.items() if c.hop == hop]
+    ids.sort(key=lambda i: (-found[i].similarity, i))
+    return ids[:HOP_SEEDS]
+
+
+def rank(
+    engine: Engine, found: dict[str, Candidate], limit: int, memory_type: str | None
+) -> list[RecallResult]:
+    """Score candidates, keep the best ``limit`` of the right type, strengthen them."""
+    engrams = {e.id: e for e in engine.backend.get_engrams(list(found))}
+    if memory_type:
+        engrams = {i: e for i, e in engrams.items() if e.memory_type == memory_type}
+    now = utcnow()
+    weights = Weights.from_settings(engine.settings)
+    seed = seed_cluster(engrams[i] for i, c in found.items() if c.hop == 0 and i in engrams)
+    results = [
+        RecallResult(
+            e,
+            composite(e, found[i].similarity, found[i].hop, seed, now, weights),
+            found[i].match_type,
+            found[i].hop,
+        )
+        for i, e in engrams.items()
+    ]
+    results.sort(key=lambda r: (-r.score, r.hop, r.engram.id))
+    chosen = results[:limit]
+    strengthen(engine, [r.engram for r in chosen], now)
+    return chosen
+
+
+def strengthen(engine: Engine, engrams: list[Engram], now: object) -> None:
+    """Access strengthening: count + 1, last access = now, decay + 0.05 (cap 1)."""
+    updates = [
+        EngramUpdate(
+            e.id,
+            access_count=e.access_count + 1,
+            last_accessed_at=now,  # type: ignore[arg-type]
+            decay_factor=min(1.0, e.decay_factor + 0.05),
+        )
+        for e in engrams
+    ]
+    if updates:
+        engine.backend.update_engrams(updates)
+    for e, u in zip(engrams, updates, strict=True):
+        e.access_count, e.last_accessed_at, e.decay_factor = u.access_count, now, u.decay_factor  # type: ignore[assignment]

@@ -1,0 +1,140 @@
+"""Validation of tool and CLI arguments: clear InvalidInput errors, nothing half-done."""
+
+from __future__ import annotations
+
+import math
+
+from smriti.errors import InvalidInput
+from smriti.model import MEMORY_TYPES
+
+RECALL_MODES = ("recall", "search", "list")
+MAX_TAGS = 32
+MAX_TAG_CHARS = 64
+MAX_SOURCE_CHARS = 512
+MAX_QUERY_CHARS = 4096
+MAX_ID_CHARS = 128
+
+
+def content(value: object, max_chars: int) -> str:
+    """Memory content: a non-blank string of at most ``max_chars`` characters, no NUL."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"content must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise InvalidInput("content is empty: give the text to remember")
+    if len(value) > max_chars:
+        raise InvalidInput(
+            f"content is {len(value)} characters, over the limit of {max_chars} "
+            "(SMRITI_MAX_CONTENT_CHARS); split it into smaller memories"
+        )
+    if "\x00" in value:
+        raise InvalidInput("content contains NUL characters")
+    return value.strip()
+
+
+def importance(value: object) -> float:
+    """Importance: a number in [0, 1] (numeric strings accepted)."""
+    if isinstance(value, bool):
+        raise InvalidInput("importance must be a number between 0.0 and 1.0, got a boolean")
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InvalidInput(
+            f"importance must be a number between 0.0 and 1.0, got {value!r}"
+        ) from None
+    if math.isnan(number) or not 0.0 <= number <= 1.0:
+        raise InvalidInput(f"importance must be between 0.0 and 1.0, got {value!r}")
+    return number
+
+
+def tags(value: object) -> list[str]:
+    """Tags: a comma-separated string or a list; trimmed, de-duplicated, bounded."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        items = value.split(",")
+    elif isinstance(value, list | tuple) and all(isinstance(t, str) for t in value):
+        items = list(value)
+    else:
+        raise InvalidInput("tags must be a comma-separated string")
+    out: list[str] = []
+    for raw in items:
+        tag = " ".join(raw.split())
+        if not tag or tag in out:
+            continue
+        if "\x00" in tag:
+            raise InvalidInput("tags contain NUL characters")
+        if len(tag) > MAX_TAG_CHARS:
+            raise InvalidInput(f"tag {tag[:20]!r}... is longer than {MAX_TAG_CHARS} characters")
+        out.append(tag)
+    if len(out) > MAX_TAGS:
+        raise InvalidInput(f"{len(out)} tags given; at most {MAX_TAGS} are allowed")
+    return out
+
+
+def source(value: object) -> str:
+    """Source: an optional short string."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InvalidInput("source must be a string")
+    if len(value) > MAX_SOURCE_CHARS or "\x00" in value:
+        raise InvalidInput(f"source must be at most {MAX_SOURCE_CHARS} characters, without NUL")
+    return value.strip()
+
+
+def limit(value: object, maximum: int) -> int:
+    """Result limit: an integer in [1, maximum]."""
+    if isinstance(value, bool):
+        raise InvalidInput("limit must be a whole number")
+    try:
+        number = int(value)  # type: ignore[call-overload]
+        exact = float(value) == number  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidInput(f"limit must be a whole number, got {value!r}") from None
+    if not exact:
+        raise InvalidInput(f"limit must be a whole number, got {value!r}")
+    if not 1 <= number <= maximum:
+        raise InvalidInput(f"limit must be between 1 and {maximum}, got {number}")
+    return number
+
+
+def mode(value: object) -> str:
+    """Recall mode: recall, search or list."""
+    text = (value or "recall") if isinstance(value, str) else value
+    if text not in RECALL_MODES:
+        raise InvalidInput(f"mode must be one of {', '.join(RECALL_MODES)}, got {value!r}")
+    return str(text)
+
+
+def memory_type(value: object) -> str | None:
+    """Memory type filter: None/blank for all, else episodic, semantic or procedural."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    text = value.strip().lower() if isinstance(value, str) else value
+    if text not in MEMORY_TYPES:
+        raise InvalidInput(f"memory_type must be one of {', '.join(MEMORY_TYPES)}, got {value!r}")
+    return str(text)
+
+
+def query(value: object) -> str | None:
+    """Recall query: None/blank means list mode."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput("query must be a string")
+    if "\x00" in value:
+        raise InvalidInput("query contains NUL characters")
+    text = value.strip()
+    if len(text) > MAX_QUERY_CHARS:
+        raise InvalidInput(f"query is longer than {MAX_QUERY_CHARS} characters")
+    return text or None
+
+
+def memory_id(value: object) -> str:
+    """A memory id: a non-blank string."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput("memory_id is required: give the id of the memory to forget")
+    text = value.strip()
+    if len(text) > MAX_ID_CHARS or "\x00" in text:
+        raise InvalidInput(f"memory_id {text[:20]!r}... is not a valid memory id")
+    return text
