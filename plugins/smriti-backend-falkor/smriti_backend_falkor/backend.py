@@ -1,0 +1,496 @@
+"""The FalkorDB storage backend.
+
+Isolation (``FALKOR_ISOLATION``): ``tenant`` keeps every user in one graph
+(``FALKOR_GRAPH``) and separates them by a ``user`` property on every node; ``graph``
+gives each user a graph of their own, ``{user}_smriti``. Every statement filters on
+``user`` in both modes, so a query can never reach another user's nodes.
+
+Search: FalkorDB's HNSW (cosine) and full-text indexes are shared by every user of a
+graph, so index hits are filtered by user (and memory type) *before* the top-k cut:
+the backend over-fetches in proportion to how much of the index belongs to other
+users, grows the fetch when the filter leaves too few hits, and falls back to an exact
+in-database cosine scan of the user's own nodes (through the ``user`` range index).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from smriti.errors import BackendError
+from smriti.logs import get_logger
+from smriti.model import Association, CoOccurrence, Cue, Engram, EngramUpdate, Link, utcnow
+from smriti.storage import EngramStats, StorageBackend, StoredMemory, batched, unit
+from smriti_backend_falkor import queries as Q
+from smriti_backend_falkor.connection import call, close_quietly, connect, graph_name_for
+from smriti_backend_falkor.records import (
+    association_from,
+    association_row,
+    cue_from_row,
+    cue_row,
+    engram_from_row,
+    engram_props,
+    fulltext_query,
+    stats_from_row,
+    ts,
+    vector,
+)
+from smriti_backend_falkor.schema import IndexState
+
+if TYPE_CHECKING:
+    from smriti.config import Settings
+
+log = get_logger(__name__)
+
+SCHEMA_VERSION = "1"
+_SCHEMA_KEY = "falkordb.schema_version"
+
+
+class FalkorBackend(StorageBackend):
+    """Smriti memories in a FalkorDB graph (server reached with the ``falkordb`` client)."""
+
+    name: ClassVar[str] = "falkordb"
+    aliases: ClassVar[tuple[str, ...]] = ("falkor",)
+    description: ClassVar[str] = "FalkorDB server: tenant property or one graph per user"
+    multi_tenant: ClassVar[bool] = True
+
+    #: Rows per UNWIND statement for batched writes.
+    write_batch: ClassVar[int] = 500
+    #: Rows per page when streaming.
+    read_batch: ClassVar[int] = 1000
+    #: Smallest number of candidates asked from the HNSW index.
+    min_index_fetch: ClassVar[int] = 64
+    #: Above this many candidates the exact scan of the user's nodes is cheaper.
+    max_index_fetch: ClassVar[int] = 8192
+
+    def __init__(
+        self,
+        user: str,
+        addr: str = "localhost:6379",
+        password: str = "",
+        graph: str = "smriti",
+        isolation: str = "tenant",
+    ) -> None:
+        super().__init__(user)
+        self.addr = addr
+        self.isolation = isolation
+        self.graph_name = graph_name_for(user, isolation, graph)
+        self._password = password
+        self._client: Any = None
+        self._graph: Any = None
+        self._indexes: IndexState | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings, user: str) -> FalkorBackend:
+        """A backend for ``user`` from the FALKOR_* settings."""
+        return cls(
+            user,
+            addr=settings.falkor_addr,
+            password=settings.falkor_password,
+            graph=settings.falkor_graph,
+            isolation=settings.falkor_isolation,
+        )
+
+    def __repr__(self) -> str:
+        return f"FalkorBackend(user={self.user!r}, addr={self.addr!r}, graph={self.graph_name!r})"
+
+    # -- lifecycle -------------------------------------------------------------------
+    def open(self) -> None:
+        """Connect, create range and full-text indexes, and migrate this user's data."""
+        with self._lock:
+            if self._client is not None:
+                return
+            self._client = connect(self.addr, self._password)
+            self._graph = self._client.select_graph(self.graph_name)
+        try:
+            self._indexes = IndexState(self._run, self._run_schema)
+            self._indexes.ensure_base()
+            self._migrate()
+        except BaseException:
+            self.close()
+            raise
+        log.info("falkordb_opened", addr=self.addr, graph=self.graph_name, isolation=self.isolation)
+
+    def close(self) -> None:
+        """Release the connection pool; safe to call twice."""
+        with self._lock:
+            client, self._client, self._graph = self._client, None, None
+        if client is not None:
+            close_quietly(client)
+
+    def _migrate(self) -> None:
+        if self.get_meta(_SCHEMA_KEY) == SCHEMA_VERSION:
+            return
+        self._run(Q.MIGRATE_V1)
+        self.set_meta(_SCHEMA_KEY, SCHEMA_VERSION)
+
+    # -- query plumbing --------------------------------------------------------------
+    def _run(self, query: str, params: dict[str, Any] | None = None, read: bool = False) -> list:
+        """Run one parameterised statement scoped to this user; rows of scalars."""
+        graph = self._graph
+        if graph is None:
+            raise BackendError(f"FalkorDB backend for {self.addr} is not open; call open() first")
+        p = {"user": self.user, **(params or {})}
+        if read:
+            try:
+                return call(self.addr, lambda: graph.ro_query(query, p)).result_set
+            except BackendError as exc:
+                if "empty key" not in str(exc):
+                    raise
+                # The graph does not exist (yet, or any more): a plain query creates it.
+        return call(self.addr, lambda: graph.query(query, p)).result_set
+
+    def _run_schema(self, query: str) -> Any:
+        """Run a schema statement (no parameters); returns the raw query result."""
+        graph = self._graph
+        if graph is None:
+            raise BackendError(f"FalkorDB backend for {self.addr} is not open; call open() first")
+        return call(self.addr, lambda: graph.query(query))
+
+    def _read(self, statement: str, /, **params: Any) -> list:
+        return self._run(statement, params, read=True)
+
+    def _write(self, statement: str, /, **params: Any) -> list:
+        return self._run(statement, params)
+
+    # -- metadata ----------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        """A per-user metadata value, or None."""
+        rows = self._read(Q.GET_META, key=key)
+        return None if not rows else rows[0][0]
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a per-user metadata value."""
+        self._write(Q.SET_META, key=key, value=value)
+
+    def ensure_indexes(self, dims: int, min_engrams: int) -> list[str]:
+        """Create the HNSW (cosine) and full-text indexes once the user has > min_engrams."""
+        assert self._indexes is not None, "open() first"
+        if self._indexes.has_all_vector(dims) or self.count_engrams() <= min_engrams:
+            return []
+        return self._indexes.ensure_search(dims)
+
+    # -- writes ------------------------------------------------------------------------
+    def add_memory(
+        self, engram: Engram, cues: Sequence[Cue], associations: Sequence[Association]
+    ) -> StoredMemory:
+        """Write the engram, its cues, edges and associations in one atomic statement."""
+        now = utcnow()
+        rows: dict[str, dict[str, Any]] = {}
+        for cue in cues:  # converted before anything is written: a bad cue aborts cleanly
+            row = cue_row(cue)
+            rows.setdefault(row["key"], row)
+        keys = list(rows)
+        graph = self._graph
+        if graph is None:
+            raise BackendError(f"FalkorDB backend for {self.addr} is not open; call open() first")
+        params = dict(
+            user=self.user,
+            id=engram.id,
+            props=engram_props(engram, self.user),
+            embedding=vector(engram.embedding),
+            cues=list(rows.values()),
+            pairs=[[a, b] for a in keys for b in keys if a != b],
+            assocs=[association_row(a, now) for a in associations if a.target_id != engram.id],
+            now=ts(now),
+        )
+        result = call(self.addr, lambda: graph.query(Q.ADD_MEMORY, params))
+        if not result.nodes_created:
+            self._check_existing(engram)
+        stored = {c.id: c for c in map(cue_from_row, self._read(Q.CUES_OF_ENGRAM, id=engram.id))}
+        by_key = {_key(c): c for c in stored.values()}
+        return StoredMemory(engram=engram, cues=[by_key[k] for k in keys if k in by_key])
+
+    def _check_existing(self, engram: Engram) -> None:
+        """After a no-op add: fine if it is a retried write, an error for a reused id."""
+        found = self.get_engrams([engram.id])
+        if not found or found[0].content != engram.content:
+            raise BackendError(f"an engram with id {engram.id!r} already exists")
+
+    def update_engrams(self, updates: Sequence[EngramUpdate]) -> None:
+        """Partial updates, ``write_batch`` per statement; unknown ids are ignored."""
+        for batch in batched(updates, self.write_batch):
+            rows = [
+                {
+                    "id": u.id,
+                    "access_count": u.access_count,
+                    "last_accessed_at": ts(u.last_accessed_at),
+                    "decay_factor": None if u.decay_factor is None else float(u.decay_factor),
+                    "cluster_id": u.cluster_id,
+                    "importance": None if u.importance is None else float(u.importance),
+                }
+                for u in batch
+            ]
+            self._write(Q.UPDATE_ENGRAMS, rows=rows)
+
+    def delete_engrams(self, ids: Sequence[str]) -> int:
+        """Delete this user's engrams with these ids and their edges; count them."""
+        deleted = 0
+        for batch in batched(dict.fromkeys(ids), self.write_batch):
+            rows = self._write(Q.DELETE_ENGRAMS, ids=batch)
+            deleted += int(rows[0][0]) if rows else 0
+        return deleted
+
+    def delete_orphan_cues(self) -> int:
+        """Delete cues that encode no engram (with their CoOccurs edges)."""
+        rows = self._write(Q.DELETE_ORPHAN_CUES)
+        return int(rows[0][0]) if rows else 0
+
+    def import_records(
+        self,
+        engrams: Sequence[Engram],
+        cues: Sequence[Cue],
+        links: Sequence[Link],
+        associations: Sequence[Association],
+        cooccurrences: Sequence[CoOccurrence],
+    ) -> None:
+        """Bulk-load records as given (ids kept, existing ids replaced), batched."""
+        now = utcnow()
+        for batch in batched(engrams, self.write_batch):
+            rows = [
+                {"props": engram_props(e, self.user), "embedding": vector(e.embedding)}
+                for e in batch
+            ]
+            self._write(Q.IMPORT_ENGRAMS, rows=rows)
+        for batch in batched(cues, self.write_batch):
+            rows = [cue_row(c) for c in batch]
+            self._write(Q.IMPORT_CUES, rows=rows)
+            self._write(Q.IMPORT_CUES_MERGE, rows=rows)
+        for batch in batched(links, self.write_batch):
+            rows = [
+                {"engram_id": lk.engram_id, "cue_id": lk.cue_id, "strength": float(lk.strength)}
+                for lk in batch
+            ]
+            self._write(Q.IMPORT_LINKS, rows=rows, now=ts(now))
+        for batch in batched(associations, self.write_batch):
+            self._write(Q.IMPORT_ASSOCIATIONS, rows=[association_row(a, now) for a in batch])
+        for batch in batched(cooccurrences, self.write_batch):
+            rows = [
+                {"source_id": c.source_id, "target_id": c.target_id, "strength": float(c.strength)}
+                for c in batch
+            ]
+            self._write(Q.IMPORT_COOCCURRENCES, rows=rows)
+
+    # -- reads -------------------------------------------------------------------------
+    def get_engrams(self, ids: Sequence[str]) -> list[Engram]:
+        """This user's engrams with these ids (with embeddings); unknown ids skipped."""
+        out: list[Engram] = []
+        for batch in batched(dict.fromkeys(ids), self.read_batch):
+            out.extend(engram_from_row(r) for r in self._read(Q.GET_ENGRAMS, ids=batch))
+        return out
+
+    def list_engrams(self, limit: int, memory_type: str | None = None) -> list[Engram]:
+        """Most recently accessed first (ties: newest created first)."""
+        if limit <= 0:
+            return []
+        rows = self._read(Q.LIST_ENGRAMS, limit=int(limit), memory_type=memory_type)
+        return [engram_from_row(r) for r in rows]
+
+    def count_engrams(self) -> int:
+        """How many engrams this user has."""
+        return int(self._read(Q.COUNT_ENGRAMS, memory_type=None)[0][0])
+
+    def counts(self) -> dict[str, int]:
+        """Counts of this user's engrams, cues and edges."""
+        return {
+            "engrams": self.count_engrams(),
+            "cues": int(self._read(Q.COUNT_CUES)[0][0]),
+            "links": int(self._read(Q.COUNT_LINKS)[0][0]),
+            "associations": int(self._read(Q.COUNT_ASSOCIATIONS)[0][0]),
+            "cooccurrences": int(self._read(Q.COUNT_COOCCURRENCES)[0][0]),
+        }
+
+    def engram_stats(self) -> Iterator[EngramStats]:
+        """Every engram's consolidation fields, paged by id."""
+        for row in self._pages_by_id(Q.PAGE_ENGRAM_STATS, self.read_batch):
+            yield stats_from_row(row)
+
+    def _pages_by_id(self, query: str, size: int) -> Iterator[Sequence[Any]]:
+        after = ""
+        while True:
+            rows = self._read(query, after=after, limit=size)
+            yield from rows
+            if len(rows) < size:
+                return
+            after = rows[-1][0]
+
+    def _pages(self, query: str) -> Iterator[Sequence[Any]]:
+        skip = 0
+        while True:
+            rows = self._read(query, skip=skip, limit=self.read_batch)
+            yield from rows
+            if len(rows) < self.read_batch:
+                return
+            skip += len(rows)
+
+    # -- search ------------------------------------------------------------------------
+    def vector_search(
+        self, embedding: np.ndarray, k: int, memory_type: str | None = None
+    ) -> list[tuple[str, float]]:
+        """Top-k engram ids by cosine similarity (higher is better), filtered first."""
+        return self._knn("Engram", embedding, k, memory_type)
+
+    def cue_vector_search(self, embedding: np.ndarray, k: int) -> list[tuple[Cue, float]]:
+        """Top-k cues by cosine similarity of their embeddings."""
+        hits = self._knn("Cue", embedding, k, None)
+        if not hits:
+            return []
+        rows = self._read(Q.CUES_BY_ID, ids=[i for i, _ in hits])
+        cues = {c.id: c for c in map(cue_from_row, rows)}
+        return [(cues[i], s) for i, s in hits if i in cues]
+
+    def _knn(
+        self, label: str, embedding: np.ndarray, k: int, memory_type: str | None
+    ) -> list[tuple[str, float]]:
+        query = unit(np.asarray(embedding, dtype=np.float32))
+        if k <= 0 or not np.any(query):
+            return []
+        params = {"query": vector(query), "memory_type": memory_type, "k": int(k)}
+        count_q = Q.COUNT_WITH_EMBEDDING.format(label=label)
+        eligible = int(self._read(count_q, memory_type=memory_type)[0][0])
+        if eligible == 0:
+            return []
+        rows = self._index_knn(label, params, eligible)
+        if rows is None:
+            rows = self._read(Q.EXACT_VECTOR_QUERY.format(label=label), **params)
+        return [(r[0], float(r[1])) for r in rows if not math.isnan(float(r[1]))]
+
+    def _index_knn(self, label: str, params: dict[str, Any], eligible: int) -> list | None:
+        """Index hits filtered before the cut, or None when the exact scan should answer."""
+        assert self._indexes is not None
+        if not self._indexes.vector_ready(label, len(params["query"])):
+            return None
+        k = params["k"]
+        total = int(self._read(Q.COUNT_ALL.format(label=label))[0][0])
+        want = min(k, eligible)
+        # Other users' (or other types') nodes share the index: fetch in proportion.
+        fetch = max(self.min_index_fetch, 2 * k) * max(1, math.ceil(total / eligible))
+        while fetch <= self.max_index_fetch:
+            try:
+                rows = self._read(Q.VECTOR_QUERY.format(label=label), fetch=fetch, **params)
+            except BackendError as exc:  # index dropped (e.g. server restarted empty)
+                log.warning("falkordb_vector_index_failed", label=label, error=str(exc))
+                self._indexes.refresh()
+                return None
+            if len(rows) >= want or fetch >= total:
+                return rows if len(rows) >= want else None
+            fetch *= 4
+        return None
+
+    def text_search(
+        self, query: str, k: int, memory_type: str | None = None
+    ) -> list[tuple[str, float]]:
+        """Full-text (RediSearch) relevance over content, summary and tags; plain words only."""
+        ft = fulltext_query(query)
+        if ft is None or k <= 0:
+            return []
+        rows = self._read(Q.FULLTEXT_QUERY, query=ft, k=int(k), memory_type=memory_type)
+        return [(r[0], float(r[1])) for r in rows]
+
+    # -- cues and edges ------------------------------------------------------------------
+    def get_cues(self, names: Sequence[str]) -> list[Cue]:
+        """Stored cues whose normalised name is one of ``names``."""
+        from smriti.model import normalise_cue_name
+
+        keys = list(dict.fromkeys(normalise_cue_name(n) for n in names))
+        return [cue_from_row(r) for r in self._read(Q.GET_CUES, keys=keys)] if keys else []
+
+    def engrams_for_cues(
+        self, cue_ids: Sequence[str], limit_per_cue: int
+    ) -> dict[str, list[tuple[str, float]]]:
+        """Up to ``limit_per_cue`` (engram id, strength) per cue, most important first."""
+        if not cue_ids or limit_per_cue <= 0:
+            return {}
+        rows = self._read(
+            Q.ENGRAMS_FOR_CUES, cue_ids=list(dict.fromkeys(cue_ids)), limit=int(limit_per_cue)
+        )
+        return {cid: [(e, float(s)) for e, s in hits] for cid, hits in rows}
+
+    def cue_degrees(self, cue_ids: Sequence[str]) -> dict[str, int]:
+        """How many engrams each cue encodes (0 for unknown cues)."""
+        out = dict.fromkeys(cue_ids, 0)
+        if out:
+            out.update({cid: int(n) for cid, n in self._read(Q.CUE_DEGREES, cue_ids=list(out))})
+        return out
+
+    def cues_of(self, engram_ids: Sequence[str]) -> list[Link]:
+        """The EncodedBy edges of these engrams."""
+        if not engram_ids:
+            return []
+        rows = self._read(Q.CUES_OF, ids=list(dict.fromkeys(engram_ids)))
+        return [Link(e, c, float(s)) for e, c, s in rows]
+
+    def associations_of(
+        self, engram_ids: Sequence[str], limit_per_engram: int
+    ) -> list[Association]:
+        """AssociatedWith edges touching these engrams, strongest per engram and direction."""
+        if not engram_ids or limit_per_engram <= 0:
+            return []
+        params = {"ids": list(dict.fromkeys(engram_ids)), "limit": int(limit_per_engram)}
+        seen: dict[tuple[str, str, str], Association] = {}
+        for src, edges in self._run(Q.ASSOCIATIONS_OUT, params, read=True):
+            for tgt, strength, rel, created in edges:
+                a = association_from(src, tgt, strength, rel, created)
+                seen.setdefault((a.source_id, a.target_id, a.relation_type), a)
+        for tgt, edges in self._run(Q.ASSOCIATIONS_IN, params, read=True):
+            for src, strength, rel, created in edges:
+                a = association_from(src, tgt, strength, rel, created)
+                seen.setdefault((a.source_id, a.target_id, a.relation_type), a)
+        return list(seen.values())
+
+    # -- streams -------------------------------------------------------------------------
+    def iter_engrams(self, batch_size: int = 1000) -> Iterator[Engram]:
+        """Every engram with its embedding, ordered by id, ``batch_size`` per query."""
+        for row in self._pages_by_id(Q.PAGE_ENGRAMS, max(1, batch_size)):
+            yield engram_from_row(row)
+
+    def iter_cues(self) -> Iterator[Cue]:
+        """Every cue with its embedding, ordered by id."""
+        for row in self._pages_by_id(Q.PAGE_CUES, self.read_batch):
+            yield cue_from_row(row)
+
+    def iter_links(self) -> Iterator[Link]:
+        """Every EncodedBy edge of this user."""
+        for e, c, s in self._pages(Q.PAGE_LINKS):
+            yield Link(e, c, float(s))
+
+    def iter_associations(self) -> Iterator[Association]:
+        """Every AssociatedWith edge of this user."""
+        for src, tgt, strength, rel, created in self._pages(Q.PAGE_ASSOCIATIONS):
+            yield association_from(src, tgt, strength, rel, created)
+
+    def iter_cooccurrences(self) -> Iterator[CoOccurrence]:
+        """Every CoOccurs edge of this user."""
+        for a, b, s in self._pages(Q.PAGE_COOCCURRENCES):
+            yield CoOccurrence(a, b, float(s))
+
+    # -- maintenance -----------------------------------------------------------------------
+    def drop_graph(self) -> None:
+        """Delete this backend's whole graph (every user's data in tenant mode)."""
+        graph = self._graph
+        if graph is not None:
+            call(self.addr, graph.delete)
+            self._indexes = None
+
+    def wait_for_indexes(self, timeout: float = 60.0) -> None:
+        """Block until every index of the graph is operational (for tests, benchmarks)."""
+        assert self._indexes is not None
+        deadline = time.monotonic() + timeout
+        while not self._indexes.all_operational():
+            if time.monotonic() > deadline:
+                raise BackendError(
+                    f"FalkorDB indexes at {self.addr} still building after {timeout}s"
+                )
+            time.sleep(0.1)
+
+
+def _key(cue: Cue) -> str:
+    from smriti.model import normalise_cue_name
+
+    return normalise_cue_name(cue.name)

@@ -1,0 +1,284 @@
+"""Every Cypher statement the FalkorDB backend runs.
+
+All values arrive as parameters; ``$user`` scopes every match, in both isolation modes.
+Statements return scalars only, never nodes, so the client's cached graph schema is
+never consulted (it goes stale when a server restarts).
+
+FalkorDB specifics these statements respect: no ``EXISTS {}`` subqueries and no
+``datetime()`` (timestamps are fixed-width ISO-8601 UTC strings, which sort correctly);
+embeddings are stored with ``vecf32(...)``; ``OPTIONAL MATCH ... WITH x WHERE x IS
+NULL`` does not filter on this FalkorDB version, so guards count instead.
+"""
+
+from __future__ import annotations
+
+ENGRAM_COLUMNS = (
+    "e.id, e.content, e.summary, e.memory_type, e.importance, e.access_count, "
+    "e.created_at, e.last_accessed_at, e.decay_factor, e.embedding, e.source, e.tags, "
+    "e.cluster_id"
+)
+CUE_COLUMNS = "q.id, q.name, q.cue_type, q.embedding"
+
+# -- schema -----------------------------------------------------------------------------
+LIST_INDEXES = (
+    "CALL db.indexes() YIELD label, properties, types, options, entitytype, status "
+    "RETURN label, properties, types, options, entitytype, status"
+)
+RANGE_INDEXES = (
+    ("Engram", "user"),
+    ("Engram", "id"),
+    ("Cue", "user"),
+    ("Cue", "id"),
+    ("Cue", "key"),
+    ("SmritiMeta", "user"),
+)
+FULLTEXT_LABEL = "Engram"
+FULLTEXT_FIELDS = ("content", "summary", "tags_text")
+
+# -- metadata ---------------------------------------------------------------------------
+GET_META = "MATCH (m:SmritiMeta {user: $user, key: $key}) RETURN m.value"
+SET_META = "MERGE (m:SmritiMeta {user: $user, key: $key}) SET m.value = $value"
+
+# -- migrations -------------------------------------------------------------------------
+MIGRATE_V1 = """
+MATCH (e:Engram {user: $user})
+WHERE e.cluster_id IS NULL OR e.tags_text IS NULL OR e.source IS NULL
+SET e.cluster_id = coalesce(e.cluster_id, -1),
+    e.tags = coalesce(e.tags, []),
+    e.tags_text = coalesce(e.tags_text, ''),
+    e.source = coalesce(e.source, '')
+"""
+
+# -- writes -----------------------------------------------------------------------------
+# One statement, so FalkorDB applies all of it or (on any error) none of it. The guard
+# makes a retry after a dropped connection a no-op instead of a duplicate.
+ADD_MEMORY = """
+OPTIONAL MATCH (old:Engram {user: $user, id: $id})
+WITH count(old) AS existing
+WHERE existing = 0
+CREATE (e:Engram)
+SET e = $props, e.embedding = vecf32($embedding)
+FOREACH (c IN $cues |
+  MERGE (q:Cue {user: $user, key: c.key})
+  ON CREATE SET q.id = c.id, q.name = c.name, q.cue_type = c.cue_type,
+                q.embedding = vecf32(c.embedding)
+  ON MATCH SET q.embedding = coalesce(q.embedding, vecf32(c.embedding))
+  MERGE (e)-[l:EncodedBy]->(q)
+  ON CREATE SET l.strength = 1.0, l.created_at = $now)
+FOREACH (p IN $pairs |
+  MERGE (a:Cue {user: $user, key: p[0]})
+  MERGE (b:Cue {user: $user, key: p[1]})
+  MERGE (a)-[co:CoOccurs]->(b)
+  ON CREATE SET co.strength = 1.0
+  ON MATCH SET co.strength = co.strength + 1.0)
+WITH e
+UNWIND $assocs AS a
+MATCH (t:Engram {user: $user, id: a.target})
+MERGE (e)-[r:AssociatedWith]->(t)
+SET r.strength = a.strength, r.relation_type = a.relation_type, r.created_at = a.created_at
+RETURN count(r)
+"""
+CUES_OF_ENGRAM = (
+    f"MATCH (e:Engram {{user: $user, id: $id}})-[:EncodedBy]->(q:Cue) RETURN {CUE_COLUMNS}"
+)
+
+UPDATE_ENGRAMS = """
+UNWIND $rows AS r
+MATCH (e:Engram {user: $user, id: r.id})
+SET e.access_count = coalesce(r.access_count, e.access_count),
+    e.last_accessed_at = coalesce(r.last_accessed_at, e.last_accessed_at),
+    e.decay_factor = coalesce(r.decay_factor, e.decay_factor),
+    e.cluster_id = coalesce(r.cluster_id, e.cluster_id),
+    e.importance = coalesce(r.importance, e.importance)
+"""
+DELETE_ENGRAMS = """
+UNWIND $ids AS id
+MATCH (e:Engram {user: $user, id: id})
+DETACH DELETE e
+RETURN count(*)
+"""
+DELETE_ORPHAN_CUES = """
+MATCH (q:Cue {user: $user})
+WHERE NOT (q)<-[:EncodedBy]-(:Engram)
+DETACH DELETE q
+RETURN count(*)
+"""
+
+IMPORT_ENGRAMS = """
+UNWIND $rows AS r
+MERGE (e:Engram {user: $user, id: r.props.id})
+SET e = r.props, e.embedding = vecf32(r.embedding)
+"""
+IMPORT_CUES = """
+UNWIND $rows AS r
+MATCH (old:Cue {user: $user, id: r.id})
+WHERE old.key <> r.key
+DETACH DELETE old
+"""
+IMPORT_CUES_MERGE = """
+UNWIND $rows AS r
+MERGE (q:Cue {user: $user, key: r.key})
+SET q.id = r.id, q.name = r.name, q.cue_type = r.cue_type, q.embedding = vecf32(r.embedding)
+"""
+IMPORT_LINKS = """
+UNWIND $rows AS r
+MATCH (e:Engram {user: $user, id: r.engram_id}), (q:Cue {user: $user, id: r.cue_id})
+MERGE (e)-[l:EncodedBy]->(q)
+SET l.strength = r.strength, l.created_at = coalesce(l.created_at, $now)
+"""
+IMPORT_ASSOCIATIONS = """
+UNWIND $rows AS r
+MATCH (a:Engram {user: $user, id: r.source_id}), (b:Engram {user: $user, id: r.target_id})
+MERGE (a)-[x:AssociatedWith]->(b)
+SET x.strength = r.strength, x.relation_type = r.relation_type, x.created_at = r.created_at
+"""
+IMPORT_COOCCURRENCES = """
+UNWIND $rows AS r
+MATCH (a:Cue {user: $user, id: r.source_id}), (b:Cue {user: $user, id: r.target_id})
+MERGE (a)-[x:CoOccurs]->(b)
+SET x.strength = r.strength
+"""
+
+# -- reads ------------------------------------------------------------------------------
+GET_ENGRAMS = f"""
+UNWIND $ids AS id
+MATCH (e:Engram {{user: $user, id: id}})
+RETURN {ENGRAM_COLUMNS}
+"""
+LIST_ENGRAMS = f"""
+MATCH (e:Engram {{user: $user}})
+WHERE $memory_type IS NULL OR e.memory_type = $memory_type
+RETURN {ENGRAM_COLUMNS}
+ORDER BY e.last_accessed_at DESC, e.created_at DESC, e.id DESC
+LIMIT $limit
+"""
+PAGE_ENGRAMS = f"""
+MATCH (e:Engram {{user: $user}})
+WHERE e.id > $after
+RETURN {ENGRAM_COLUMNS}
+ORDER BY e.id
+LIMIT $limit
+"""
+PAGE_ENGRAM_STATS = """
+MATCH (e:Engram {user: $user})
+WHERE e.id > $after
+RETURN e.id, e.importance, e.access_count, e.last_accessed_at, e.decay_factor, e.cluster_id
+ORDER BY e.id
+LIMIT $limit
+"""
+PAGE_CUES = f"""
+MATCH (q:Cue {{user: $user}})
+WHERE q.id > $after
+RETURN {CUE_COLUMNS}
+ORDER BY q.id
+LIMIT $limit
+"""
+COUNT_ENGRAMS = """
+MATCH (e:Engram {user: $user})
+WHERE $memory_type IS NULL OR e.memory_type = $memory_type
+RETURN count(e)
+"""
+COUNT_ALL = "MATCH (n:{label}) RETURN count(n)"  # label is a constant, never user text
+COUNT_CUES = "MATCH (q:Cue {user: $user}) RETURN count(q)"
+COUNT_LINKS = "MATCH (:Engram {user: $user})-[l:EncodedBy]->(:Cue) RETURN count(l)"
+COUNT_ASSOCIATIONS = "MATCH (:Engram {user: $user})-[x:AssociatedWith]->(:Engram) RETURN count(x)"
+COUNT_COOCCURRENCES = "MATCH (:Cue {user: $user})-[x:CoOccurs]->(:Cue) RETURN count(x)"
+
+GET_CUES = f"""
+UNWIND $keys AS key
+MATCH (q:Cue {{user: $user, key: key}})
+RETURN {CUE_COLUMNS}
+"""
+ENGRAMS_FOR_CUES = """
+UNWIND $cue_ids AS cid
+MATCH (q:Cue {user: $user, id: cid})<-[l:EncodedBy]-(e:Engram)
+WITH cid, e, l
+ORDER BY e.importance DESC, e.id
+WITH cid, collect([e.id, l.strength]) AS hits
+RETURN cid, hits[..$limit]
+"""
+CUE_DEGREES = """
+UNWIND $cue_ids AS cid
+MATCH (q:Cue {user: $user, id: cid})
+OPTIONAL MATCH (q)<-[l:EncodedBy]-(:Engram)
+RETURN cid, count(l)
+"""
+CUES_OF = """
+UNWIND $ids AS id
+MATCH (e:Engram {user: $user, id: id})-[l:EncodedBy]->(q:Cue)
+RETURN e.id, q.id, l.strength
+"""
+ASSOCIATIONS_OUT = """
+UNWIND $ids AS id
+MATCH (a:Engram {user: $user, id: id})-[x:AssociatedWith]->(b:Engram)
+WITH a, b, x
+ORDER BY x.strength DESC, b.id
+WITH a, collect([b.id, x.strength, x.relation_type, x.created_at]) AS edges
+RETURN a.id, edges[..$limit]
+"""
+ASSOCIATIONS_IN = """
+UNWIND $ids AS id
+MATCH (b:Engram {user: $user, id: id})<-[x:AssociatedWith]-(a:Engram)
+WITH a, b, x
+ORDER BY x.strength DESC, a.id
+WITH b, collect([a.id, x.strength, x.relation_type, x.created_at]) AS edges
+RETURN b.id, edges[..$limit]
+"""
+PAGE_LINKS = """
+MATCH (e:Engram {user: $user})-[l:EncodedBy]->(q:Cue)
+RETURN e.id, q.id, l.strength
+ORDER BY e.id, q.id
+SKIP $skip LIMIT $limit
+"""
+PAGE_ASSOCIATIONS = """
+MATCH (a:Engram {user: $user})-[x:AssociatedWith]->(b:Engram)
+RETURN a.id, b.id, x.strength, x.relation_type, x.created_at
+ORDER BY a.id, b.id
+SKIP $skip LIMIT $limit
+"""
+PAGE_COOCCURRENCES = """
+MATCH (a:Cue {user: $user})-[x:CoOccurs]->(b:Cue)
+RETURN a.id, b.id, x.strength
+ORDER BY a.id, b.id
+SKIP $skip LIMIT $limit
+"""
+
+# -- search -----------------------------------------------------------------------------
+# ``label`` below is one of the constants "Engram" / "Cue", never user text.
+VECTOR_QUERY = """
+CALL db.idx.vector.queryNodes('{label}', 'embedding', $fetch, vecf32($query))
+YIELD node, score
+WHERE node.user = $user AND ($memory_type IS NULL OR node.memory_type = $memory_type)
+RETURN node.id, 1.0 - score AS similarity
+ORDER BY similarity DESC, node.id
+LIMIT $k
+"""
+EXACT_VECTOR_QUERY = """
+MATCH (node:{label} {{user: $user}})
+WHERE node.embedding IS NOT NULL
+  AND ($memory_type IS NULL OR node.memory_type = $memory_type)
+WITH node, 1.0 - vec.cosineDistance(node.embedding, vecf32($query)) AS similarity
+WHERE similarity = similarity
+RETURN node.id, similarity
+ORDER BY similarity DESC, node.id
+LIMIT $k
+"""
+COUNT_WITH_EMBEDDING = """
+MATCH (node:{label} {{user: $user}})
+WHERE node.embedding IS NOT NULL
+  AND ($memory_type IS NULL OR node.memory_type = $memory_type)
+RETURN count(node)
+"""
+CUES_BY_ID = f"""
+UNWIND $ids AS id
+MATCH (q:Cue {{user: $user, id: id}})
+RETURN {CUE_COLUMNS}
+"""
+FULLTEXT_QUERY = """
+CALL db.idx.fulltext.queryNodes('Engram', $query)
+YIELD node, score
+WHERE node.user = $user AND ($memory_type IS NULL OR node.memory_type = $memory_type)
+RETURN node.id, score
+ORDER BY score DESC, node.id
+LIMIT $k
+"""

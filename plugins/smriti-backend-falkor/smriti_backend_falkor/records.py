@@ -1,0 +1,167 @@
+"""Conversions between Smriti records and the parameter maps / rows FalkorDB sees.
+
+Timestamps are stored as fixed-width ISO-8601 UTC strings (FalkorDB has no datetime
+type): they round-trip to the microsecond and sort lexicographically in time order.
+Embeddings travel as float lists and are stored with ``vecf32``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from smriti.model import Association, Cue, Engram, normalise_cue_name
+from smriti.storage import EngramStats
+
+_TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+#: Letters and digits only: every other character is a separator for the full-text
+#: query, so user text can never become RediSearch syntax.
+_TOKEN = re.compile(r"[^\W_]+")
+MAX_QUERY_TOKENS = 64
+
+
+def ts(value: datetime | None) -> str | None:
+    """A timezone-aware datetime as a sortable UTC string (naive values are taken as UTC)."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime(_TS_FORMAT)
+
+
+def parse_ts(value: str | None) -> datetime:
+    """The datetime stored by :func:`ts` (tz-aware UTC)."""
+    if not value:
+        return datetime.fromtimestamp(0, UTC)
+    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def vector(values: Any) -> list[float] | None:
+    """An embedding as a plain float32-valued list, or None."""
+    if values is None:
+        return None
+    arr = np.asarray(values, dtype=np.float32).reshape(-1)
+    return [float(x) for x in arr]
+
+
+def engram_props(engram: Engram, user: str) -> dict[str, Any]:
+    """Every stored property of an engram except the embedding (set with vecf32)."""
+    tags = [str(t) for t in engram.tags]
+    return {
+        "id": engram.id,
+        "user": user,
+        "content": engram.content,
+        "summary": engram.summary,
+        "memory_type": engram.memory_type,
+        "importance": float(engram.importance),
+        "access_count": int(engram.access_count),
+        "created_at": ts(engram.created_at),
+        "last_accessed_at": ts(engram.last_accessed_at),
+        "decay_factor": float(engram.decay_factor),
+        "source": engram.source or "",
+        "tags": tags,
+        "tags_text": " ".join(tags),
+        "cluster_id": int(engram.cluster_id),
+    }
+
+
+def engram_from_row(row: Sequence[Any]) -> Engram:
+    """An Engram from the columns of ``queries.ENGRAM_COLUMNS``."""
+    (
+        id_,
+        content,
+        summary,
+        memory_type,
+        importance,
+        access_count,
+        created_at,
+        last_accessed_at,
+        decay_factor,
+        embedding,
+        source,
+        tags,
+        cluster_id,
+    ) = row
+    return Engram(
+        id=id_,
+        content=content or "",
+        summary=summary or "",
+        memory_type=memory_type,
+        importance=float(importance if importance is not None else 0.5),
+        created_at=parse_ts(created_at),
+        last_accessed_at=parse_ts(last_accessed_at or created_at),
+        access_count=int(access_count or 0),
+        decay_factor=float(decay_factor if decay_factor is not None else 1.0),
+        embedding=None if embedding is None else np.asarray(embedding, dtype=np.float32),
+        source=source or "",
+        tags=list(tags or []),
+        cluster_id=int(cluster_id if cluster_id is not None else -1),
+    )
+
+
+def stats_from_row(row: Sequence[Any]) -> EngramStats:
+    """EngramStats from ``queries.PAGE_ENGRAM_STATS`` columns."""
+    id_, importance, access_count, last_accessed_at, decay_factor, cluster_id = row
+    return EngramStats(
+        id=id_,
+        importance=float(importance),
+        access_count=int(access_count or 0),
+        last_accessed_at=parse_ts(last_accessed_at),
+        decay_factor=float(decay_factor),
+        cluster_id=int(cluster_id if cluster_id is not None else -1),
+    )
+
+
+def cue_row(cue: Cue) -> dict[str, Any]:
+    """A cue as a parameter map; the merge key is the normalised name."""
+    return {
+        "id": cue.id,
+        "key": normalise_cue_name(cue.name),
+        "name": cue.name,
+        "cue_type": cue.cue_type,
+        "embedding": vector(cue.embedding),
+    }
+
+
+def cue_from_row(row: Sequence[Any]) -> Cue:
+    """A Cue from ``queries.CUE_COLUMNS``."""
+    id_, name, cue_type, embedding = row
+    emb = None if embedding is None else np.asarray(embedding, dtype=np.float32)
+    return Cue(id=id_, name=name, cue_type=cue_type, embedding=emb)
+
+
+def association_row(assoc: Association, now: datetime) -> dict[str, Any]:
+    """An AssociatedWith edge as a parameter map."""
+    return {
+        "source_id": assoc.source_id,
+        "target": assoc.target_id,
+        "target_id": assoc.target_id,
+        "strength": float(assoc.strength),
+        "relation_type": assoc.relation_type,
+        "created_at": ts(assoc.created_at or now),
+    }
+
+
+def association_from(
+    source: str, target: str, strength: Any, rel: Any, created: Any
+) -> Association:
+    """An Association from stored edge values."""
+    return Association(
+        source_id=source,
+        target_id=target,
+        strength=float(strength),
+        relation_type=rel or "semantic",
+        created_at=parse_ts(created) if created else None,
+    )
+
+
+def fulltext_query(text: str) -> str | None:
+    """A RediSearch OR-query of the words in ``text``, or None when it has no words."""
+    words = dict.fromkeys(t.lower() for t in _TOKEN.findall(text or ""))
+    tokens = list(words)[:MAX_QUERY_TOKENS]
+    return "|".join(tokens) if tokens else None
