@@ -31,7 +31,7 @@ PLACEHOLDER_KEY = "not-needed"
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 
 
-class MalformedResponse(Exception):
+class MalformedResponse(ValueError):
     """The provider answered, but not with something we can use (worth a retry)."""
 
 

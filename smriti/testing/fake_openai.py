@@ -38,6 +38,25 @@ _STOPWORD_TEXT = """a an and are as at be but by for from has have i in is it it
     or our she he so that the their them they this to was we were what when where which
     who will with you your"""
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+_SENTENCE_STARTERS = _STOPWORDS | {
+    "yesterday",
+    "today",
+    "tomorrow",
+    "then",
+    "also",
+    "however",
+    "after",
+    "before",
+    "please",
+    "remember",
+    "note",
+    "last",
+    "next",
+    "every",
+    "always",
+    "never",
+    "how",
+}
 
 
 @dataclass(slots=True)
@@ -73,9 +92,13 @@ def fake_embedding(text: str, dims: int) -> list[float]:
 def fake_extraction(text: str) -> dict[str, Any]:
     """Deterministic extraction JSON: capitalised and long words become cues."""
     words = _WORD.findall(text)
-    # Sentence-initial capitals say nothing about names ("Yesterday I met ...").
+    # A capital at the start of a sentence says little ("Yesterday I met ...").
     initial = {m.end() for m in re.finditer(r"(?:^|[.!?:])\s*", text)}
-    named = {m.group() for m in _WORD.finditer(text) if m.start() not in initial}
+    named = {
+        m.group()
+        for m in _WORD.finditer(text)
+        if m.start() not in initial or m.group().lower() not in _SENTENCE_STARTERS
+    }
     cues: list[dict[str, str]] = []
     seen: set[str] = set()
 
@@ -115,6 +138,7 @@ class FakeOpenAI:
       ``"broken"`` truncated JSON in the chat content, ``"http"`` a broken HTTP body).
     - ``delay``: seconds to wait before answering each request.
     - ``reject_json_schema`` / ``reject_json_object``: 400 for that ``response_format``.
+    - ``reject_temperature``: 400 when ``temperature`` is sent (as some reasoning models do).
     - ``chat_reply``: a function from the user message to the reply content (str) or
       object (dumped as JSON), replacing ``fake_extraction``.
     - ``honour_dimensions``: whether the ``dimensions`` parameter is obeyed.
@@ -127,6 +151,7 @@ class FakeOpenAI:
         self.delay = 0.0
         self.reject_json_schema = False
         self.reject_json_object = False
+        self.reject_temperature = False
         self.honour_dimensions = True
         self.chat_reply: Callable[[str], Any] | None = None
         self.requests: list[RecordedRequest] = []
@@ -145,7 +170,9 @@ class FakeOpenAI:
         server.daemon_threads = True
         server.block_on_close = False
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -215,7 +242,7 @@ class FakeOpenAI:
             self._failures.clear()
             self._malformed.clear()
         self.delay = 0.0
-        self.reject_json_schema = self.reject_json_object = False
+        self.reject_json_schema = self.reject_json_object = self.reject_temperature = False
         self.honour_dimensions = True
         self.chat_reply = None
 
@@ -257,6 +284,8 @@ class FakeOpenAI:
 
     def _chat(self, body: dict[str, Any], malformed: str) -> tuple[int, Any]:
         fmt = (body.get("response_format") or {}).get("type")
+        if self.reject_temperature and "temperature" in body:
+            return 400, _error("Unsupported parameter: 'temperature' for this model", "temperature")
         if fmt == "json_schema" and self.reject_json_schema:
             return 400, _error("response_format of type 'json_schema' is not supported", "fmt")
         if fmt == "json_object" and self.reject_json_object:
