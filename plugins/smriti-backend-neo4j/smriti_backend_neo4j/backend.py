@@ -1,0 +1,627 @@
+"""The Neo4j storage backend.
+
+Two isolation modes (``NEO4J_ISOLATION``):
+
+``tenant`` (default)
+    All users share one database (``NEO4J_DATABASE``). Every node carries a ``user``
+    property and every statement filters on it, index queries included: vector and
+    full-text hits are filtered by user *before* the top-k cut.
+``database``
+    One database per user, named by :func:`~smriti_backend_neo4j.naming.database_name_for`
+    and created on first use. Needs Neo4j Enterprise Edition (Community has a single
+    user database); nodes still carry ``user``, so the same statements run in both modes.
+
+The driver is imported when a backend is opened, not when the plugin is loaded.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import structlog
+
+from smriti.errors import BackendError
+from smriti.model import (
+    Association,
+    CoOccurrence,
+    Cue,
+    Engram,
+    EngramUpdate,
+    Link,
+    clamp01,
+    normalise_cue_name,
+    utcnow,
+)
+from smriti.storage import EngramStats, StorageBackend, StoredMemory, batched
+from smriti_backend_neo4j import cypher as q
+from smriti_backend_neo4j.naming import database_name_for
+from smriti_backend_neo4j.records import (
+    cue_from,
+    cue_props,
+    engram_from,
+    engram_props,
+    from_neo4j_time,
+    lucene_query,
+    stats_from,
+    utc,
+    vector_param,
+)
+
+if TYPE_CHECKING:
+    from neo4j import Driver, ManagedTransaction
+
+    from smriti.config import Settings
+
+log = structlog.get_logger("smriti.neo4j")
+
+SCHEMA_VERSION = len(q.MIGRATIONS)
+WRITE_BATCH = 1000
+INDEX_WAIT_SECONDS = 600
+# Index queries start at max(k * OVERFETCH, MIN_FETCH) hits and grow by GROWTH while too
+# few of them belong to this user; past MAX_FETCH an exact scan of the user's own nodes
+# (through the ``user`` index) is cheaper and exact.
+OVERFETCH, MIN_FETCH, GROWTH, MAX_FETCH = 4, 64, 4, 4096
+
+
+class Neo4jBackend(StorageBackend):
+    """Smriti storage on a Neo4j 5.x server over Bolt (Community or Enterprise)."""
+
+    name: ClassVar[str] = "neo4j"
+    description: ClassVar[str] = "Neo4j server (tenant property or database per user)"
+    multi_tenant: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        user: str,
+        *,
+        uri: str,
+        username: str = "neo4j",
+        password: str = "",
+        database: str = "neo4j",
+        isolation: str = "tenant",
+        connect_timeout: float = 10.0,
+        retry_seconds: float = 15.0,
+    ) -> None:
+        super().__init__(user)
+        if isolation not in ("tenant", "database"):
+            raise BackendError(f"NEO4J_ISOLATION={isolation!r} is invalid (tenant, database)")
+        self.uri = uri
+        self.username = username
+        self._password = password
+        self.isolation = isolation
+        self.multi_tenant = isolation == "tenant"  # type: ignore[misc]
+        self.database = database if isolation == "tenant" else self.database_for(user)
+        self.connect_timeout = connect_timeout
+        self.retry_seconds = retry_seconds
+        self._driver: Driver | None = None
+        self._vector_dims: dict[str, int] = {}  # ONLINE vector indexes and their widths
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings, user: str) -> Neo4jBackend:
+        """Build from ``NEO4J_URI``, ``NEO4J_USERNAME``, ``NEO4J_PASSWORD``,
+        ``NEO4J_DATABASE`` and ``NEO4J_ISOLATION``."""
+        return cls(
+            user,
+            uri=settings.neo4j_uri,
+            username=settings.neo4j_username,
+            password=settings.neo4j_password,
+            database=settings.neo4j_database,
+            isolation=settings.neo4j_isolation,
+        )
+
+    @staticmethod
+    def database_for(user: str) -> str:
+        """The per-user database name in ``database`` isolation mode."""
+        return database_name_for(user)
+
+    def __repr__(self) -> str:  # never shows the password
+        return f"Neo4jBackend(user={self.user!r}, uri={self.uri!r}, database={self.database!r})"
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def open(self) -> None:
+        """Connect (bounded by ``connect_timeout``), pick the database, migrate."""
+        with self._lock:
+            if self._driver is not None:
+                return
+            self._driver = self._connect()
+        try:
+            if self.isolation == "database":
+                self._ensure_database()
+            self._create_schema()
+            self._migrate()
+            self._refresh_vector_indexes()
+        except BaseException:
+            self.close()
+            raise
+        log.info("neo4j backend open", uri=self.uri, database=self.database, user=self.user,
+                 isolation=self.isolation)  # fmt: skip
+
+    def _connect(self) -> Driver:
+        import neo4j
+        from neo4j.exceptions import AuthError, DriverError, Neo4jError
+
+        auth = (self.username, self._password) if self._password else None
+        try:
+            driver = neo4j.GraphDatabase.driver(
+                self.uri,
+                auth=auth,
+                connection_timeout=self.connect_timeout,
+                connection_acquisition_timeout=self.connect_timeout * 2,
+                max_transaction_retry_time=self.retry_seconds,
+                user_agent="smriti-backend-neo4j",
+            )
+        except (ValueError, DriverError) as exc:
+            raise BackendError(f"NEO4J_URI={self.uri!r} is not a usable Neo4j URI: {exc}") from None
+        try:
+            driver.verify_connectivity()
+        except AuthError:
+            driver.close()
+            raise BackendError(
+                f"Neo4j at {self.uri} rejected the credentials of user {self.username!r}: "
+                "check NEO4J_USERNAME and NEO4J_PASSWORD"
+            ) from None
+        except (DriverError, Neo4jError, OSError) as exc:
+            driver.close()
+            raise BackendError(
+                f"cannot connect to Neo4j at {self.uri} (timeout {self.connect_timeout:g}s): "
+                f"{_first_line(exc)}. Is the server running, and is NEO4J_URI right?"
+            ) from None
+        return driver
+
+    def _ensure_database(self) -> None:
+        from neo4j.exceptions import ClientError
+
+        found = self._run(q.DATABASE_EXISTS, database="system", name=self.database)
+        if found:
+            return
+        try:
+            self._run(q.CREATE_DATABASE, database="system", name=self.database)
+        except BackendError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ClientError) and "Unsupported" in (cause.code or ""):
+                raise BackendError(
+                    f"NEO4J_ISOLATION=database needs Neo4j Enterprise Edition: the server at "
+                    f"{self.uri} (Community Edition) cannot CREATE DATABASE "
+                    f"{self.database!r} for user {self.user!r}. Use NEO4J_ISOLATION=tenant, "
+                    "or an Enterprise server."
+                ) from None
+            raise
+        log.info("neo4j database created", database=self.database, user=self.user)
+
+    def _create_schema(self) -> None:
+        from neo4j.exceptions import ClientError
+
+        for statement in q.SCHEMA:
+            try:
+                self._run(statement)
+            except BackendError as exc:
+                # Another process created the same rule between IF NOT EXISTS and commit.
+                cause = exc.__cause__
+                if not (isinstance(cause, ClientError) and "Equivalent" in (cause.code or "")):
+                    raise
+        self._run(q.AWAIT_INDEXES, seconds=INDEX_WAIT_SECONDS)
+
+    def _migrate(self) -> None:
+        version = int(self.get_meta("neo4j.schema_version") or 0)
+        for step in range(version, SCHEMA_VERSION):
+            self._run(q.MIGRATIONS[step], user=self.user)
+            log.info("neo4j schema migrated", user=self.user, version=step + 1)
+        if version != SCHEMA_VERSION:
+            self.set_meta("neo4j.schema_version", str(SCHEMA_VERSION))
+
+    def close(self) -> None:
+        """Close the driver; safe to call twice."""
+        with self._lock:
+            driver, self._driver = self._driver, None
+        if driver is not None:
+            driver.close()
+
+    # -- plumbing ------------------------------------------------------------------------
+    @property
+    def driver(self) -> Driver:
+        """The open driver (BackendError when the backend is not open)."""
+        if self._driver is None:
+            raise BackendError("the Neo4j backend is not open (call open() first)")
+        return self._driver
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """Turn driver errors into BackendError naming the server and database."""
+        from neo4j.exceptions import DriverError, Neo4jError
+
+        try:
+            yield
+        except (Neo4jError, DriverError) as exc:
+            raise BackendError(
+                f"Neo4j at {self.uri} (database {self.database!r}) failed: {_first_line(exc)}"
+            ) from exc
+
+    def _run(self, statement: str, *, database: str | None = None, read: bool = False,
+             **params: Any) -> list[Any]:  # fmt: skip
+        """Run one statement in a managed (retried) transaction; return its records."""
+        import neo4j
+
+        routing = neo4j.RoutingControl.READ if read else neo4j.RoutingControl.WRITE
+        with self._errors():
+            result = self.driver.execute_query(
+                statement, params, database_=database or self.database, routing_=routing
+            )
+        return list(result.records)
+
+    def _read(self, statement: str, **params: Any) -> list[Any]:
+        return self._run(statement, read=True, user=self.user, **params)
+
+    def _write(self, statement: str, **params: Any) -> list[Any]:
+        return self._run(statement, user=self.user, **params)
+
+    def _transaction(self, work: Callable[[ManagedTransaction], Any]) -> Any:
+        """Run ``work`` in one write transaction, retried on transient errors."""
+        bookmarks = self.driver.execute_query_bookmark_manager
+        with self._errors(), self.driver.session(
+            database=self.database, bookmark_manager=bookmarks
+        ) as session:
+            return session.execute_write(work)
+
+    # -- metadata --------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        """A per-user metadata value, or None."""
+        records = self._read(q.GET_META, key=key)
+        return records[0]["value"] if records else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a per-user metadata value."""
+        self._write(q.SET_META, key=key, value=value)
+
+    def ensure_indexes(self, dims: int, min_engrams: int) -> list[str]:
+        """Create the engram and cue vector indexes (cosine) once the user has more than
+        ``min_engrams`` engrams. The full-text index exists from ``open``."""
+        dims = int(dims)
+        if dims <= 0 or self.count_engrams() <= min_engrams:
+            return []
+        existing = self._refresh_vector_indexes()
+        created = []
+        for name, statement in q.CREATE_VECTOR_INDEX.items():
+            if name in existing:
+                if existing[name] != dims:
+                    log.warning("neo4j vector index has another width; using exact search",
+                                index=name, index_dims=existing[name], dims=dims)  # fmt: skip
+                continue
+            self._run(statement, dims=dims)
+            self._run(q.AWAIT_INDEX, name=name, seconds=INDEX_WAIT_SECONDS)
+            created.append(name)
+            log.info("neo4j vector index created", index=name, dims=dims)
+        if created:
+            self._refresh_vector_indexes()
+        return created
+
+    def _refresh_vector_indexes(self) -> dict[str, int]:
+        """Every vector index of the database with its width; remember the ONLINE ones."""
+        found: dict[str, int] = {}
+        online: dict[str, int] = {}
+        for record in self._run(q.VECTOR_INDEXES, read=True):
+            config = (record["options"] or {}).get("indexConfig", {})
+            width = int(config.get("vector.dimensions") or 0)
+            found[record["name"]] = width
+            if record["state"] == "ONLINE":
+                online[record["name"]] = width
+        self._vector_dims = online
+        return found
+
+    # -- writes ----------------------------------------------------------------------------
+    def add_memory(
+        self, engram: Engram, cues: Sequence[Cue], associations: Sequence[Association]
+    ) -> StoredMemory:
+        """Store the engram, its cues, EncodedBy, CoOccurs and AssociatedWith edges in one
+        transaction."""
+        props = engram_props(engram, self.user)
+        cue_rows = _distinct_cues(cues, self.user)
+        assoc_rows = [_association_row(a) for a in associations]
+        now = utcnow()
+
+        def work(tx: ManagedTransaction) -> list[dict[str, Any]]:
+            tx.run(q.CREATE_ENGRAM, props=props).consume()
+            stored: list[dict[str, Any]] = []
+            if cue_rows:
+                params = {"user": self.user, "cues": cue_rows, "engram_id": engram.id, "now": now}
+                records = list(tx.run(q.MERGE_CUES, params))
+                stored = [r["cue"] for r in sorted(records, key=lambda r: r["i"])]
+                ids = [c["id"] for c in stored]
+                pairs = [[a, b] for a, b in itertools.permutations(ids, 2)]
+                if pairs:
+                    tx.run(q.BUMP_COOCCURS, user=self.user, pairs=pairs).consume()
+            if assoc_rows:
+                tx.run(q.MERGE_ASSOCIATIONS, user=self.user, rows=assoc_rows).consume()
+            return stored
+
+        stored = self._transaction(work)
+        return StoredMemory(engram=engram, cues=[cue_from(c) for c in stored])
+
+    def update_engrams(self, updates: Sequence[EngramUpdate]) -> None:
+        """Apply partial updates, ``WRITE_BATCH`` per transaction; unknown ids ignored."""
+        for chunk in batched(updates, WRITE_BATCH):
+            self._write(q.UPDATE_ENGRAMS, rows=[_update_row(u) for u in chunk])
+
+    def delete_engrams(self, ids: Sequence[str]) -> int:
+        """Delete these engrams with every edge touching them; return how many existed."""
+        deleted = 0
+        for chunk in batched(dict.fromkeys(ids), WRITE_BATCH):
+            deleted += self._write(q.DELETE_ENGRAMS, ids=chunk)[0]["deleted"]
+        return deleted
+
+    def delete_orphan_cues(self) -> int:
+        """Delete cues that no engram is EncodedBy, in batches; return how many."""
+        total = 0
+        while True:
+            deleted = self._write(q.DELETE_ORPHAN_CUES, batch=WRITE_BATCH)[0]["deleted"]
+            total += deleted
+            if deleted < WRITE_BATCH:
+                return total
+
+    def import_records(
+        self,
+        engrams: Sequence[Engram],
+        cues: Sequence[Cue],
+        links: Sequence[Link],
+        associations: Sequence[Association],
+        cooccurrences: Sequence[CoOccurrence],
+    ) -> None:
+        """Bulk-load records with their ids, ``WRITE_BATCH`` rows per UNWIND statement."""
+        steps: list[tuple[str, list[dict[str, Any]]]] = [
+            (q.IMPORT_ENGRAMS, [engram_props(e, self.user) for e in engrams]),
+            (q.IMPORT_CUES, [cue_props(c, self.user) for c in cues]),
+            (q.IMPORT_LINKS, [{"engram": x.engram_id, "cue": x.cue_id, "strength": x.strength}
+                              for x in links]),
+            (q.MERGE_ASSOCIATIONS, [_association_row(a) for a in associations]),
+            (q.IMPORT_COOCCURS, [{"source": c.source_id, "target": c.target_id,
+                                  "strength": float(c.strength)} for c in cooccurrences]),
+        ]  # fmt: skip
+        for statement, rows in steps:
+            for chunk in batched(rows, WRITE_BATCH):
+                self._write(statement, rows=chunk)
+
+    # -- reads -----------------------------------------------------------------------------
+    def get_engrams(self, ids: Sequence[str]) -> list[Engram]:
+        """The user's engrams with these ids; unknown ids are skipped."""
+        if not ids:
+            return []
+        return [engram_from(r["p"]) for r in self._read(q.GET_ENGRAMS, ids=list(dict.fromkeys(ids)))]
+
+    def list_engrams(self, limit: int, memory_type: str | None = None) -> list[Engram]:
+        """Most recently accessed first (ties: newest created first)."""
+        if limit <= 0:
+            return []
+        records = self._read(q.LIST_ENGRAMS, limit=int(limit), memory_type=memory_type)
+        return [engram_from(r["p"]) for r in records]
+
+    def count_engrams(self) -> int:
+        """How many engrams this user has."""
+        return int(self._read(q.COUNT_ENGRAMS)[0]["n"])
+
+    def counts(self) -> dict[str, int]:
+        """Per-user counts of engrams, cues and each edge type."""
+        return {k: int(v) for k, v in self._read(q.COUNTS)[0].items()}
+
+    def engram_stats(self) -> Iterator[EngramStats]:
+        """Consolidation fields of every engram, paged by id."""
+        for props in self._pages(q.ENGRAM_STATS_PAGE, WRITE_BATCH):
+            yield stats_from(props)
+
+    def _pages(self, statement: str, batch_size: int) -> Iterator[dict[str, Any]]:
+        """Keyset pagination over ``statement`` (``$after``, ``$batch``, returns ``p``)."""
+        after = ""
+        while True:
+            records = self._read(statement, after=after, batch=max(1, int(batch_size)))
+            for record in records:
+                yield record["p"]
+            if len(records) < batch_size:
+                return
+            after = records[-1]["p"]["id"]
+
+    def _edge_pages(self, statement: str) -> Iterator[list[Any]]:
+        """Edge rows from ``statement``, walking start nodes in id order."""
+        after = ""
+        while True:
+            records = self._read(statement, after=after, batch=WRITE_BATCH)
+            if not records:
+                return
+            yield from records[0]["rows"]
+            if records[0]["seen"] < WRITE_BATCH:
+                return
+            after = records[0]["last"]
+
+    # -- search ----------------------------------------------------------------------------
+    def vector_search(
+        self, embedding: np.ndarray, k: int, memory_type: str | None = None
+    ) -> list[tuple[str, float]]:
+        """Top-``k`` of the user's engrams by cosine similarity, best first."""
+        if k <= 0:
+            return []
+        params = {"vector": vector_param(embedding), "memory_type": memory_type}
+        hits = self._index_search(q.ENGRAM_VECTOR_INDEX, q.ENGRAM_VECTOR_QUERY, k, params)
+        if hits is None:
+            records = self._read(q.ENGRAM_VECTOR_EXACT, k=int(k), **params)
+            hits = [(r["id"], r["score"]) for r in records]
+        return [(i, _cosine(s)) for i, s in hits]
+
+    def cue_vector_search(self, embedding: np.ndarray, k: int) -> list[tuple[Cue, float]]:
+        """Top-``k`` of the user's cues by cosine similarity, best first."""
+        if k <= 0:
+            return []
+        params = {"vector": vector_param(embedding)}
+        hits = self._index_search(q.CUE_VECTOR_INDEX, q.CUE_VECTOR_QUERY, k, params)
+        if hits is None:
+            records = self._read(q.CUE_VECTOR_EXACT, k=int(k), **params)
+            hits = [(r["p"], r["score"]) for r in records]
+        return [(cue_from(p), _cosine(s)) for p, s in hits]
+
+    def _index_search(
+        self, index: str, statement: str, k: int, params: dict[str, Any]
+    ) -> list[tuple[Any, float]] | None:
+        """Hits from a vector index filtered by user before the cut, or None when the
+        index is missing, of another width, or when an exact scan is the better plan."""
+        width = self._vector_dims.get(index)
+        if width is None or width != len(params["vector"] or ()):
+            return None
+        try:
+            return self._filtered_index_hits(statement, k, params)
+        except BackendError as exc:
+            log.warning("neo4j vector index query failed; exact search", index=index,
+                        error=str(exc))  # fmt: skip
+            self._refresh_vector_indexes()
+            return None
+
+    def _filtered_index_hits(
+        self, statement: str, k: int, params: dict[str, Any]
+    ) -> list[tuple[Any, float]] | None:
+        """Ask the index for more hits than ``k`` until ``k`` of them pass the filter or
+        the index runs out; None when that needs more than ``MAX_FETCH`` hits."""
+        fetch = max(k * OVERFETCH, MIN_FETCH)
+        while fetch <= MAX_FETCH:
+            record = self._read(statement, fetch=fetch, k=int(k), **params)[0]
+            if len(record["hits"]) >= k or record["raw"] < fetch:
+                return [(h[0], h[1]) for h in record["hits"]]
+            fetch *= GROWTH
+        return None
+
+    def text_search(
+        self, query: str, k: int, memory_type: str | None = None
+    ) -> list[tuple[str, float]]:
+        """Top-``k`` of the user's engrams by full-text (Lucene BM25) relevance."""
+        lucene = lucene_query(query or "")
+        if k <= 0 or not lucene:
+            return []
+        fetch = max(k * OVERFETCH, MIN_FETCH)
+        while True:
+            record = self._read(
+                q.TEXT_QUERY, query=lucene, fetch=fetch, k=int(k), memory_type=memory_type
+            )[0]
+            # Full-text hits are cheap, so keep growing until enough or exhausted.
+            if len(record["hits"]) >= k or record["raw"] < fetch:
+                return [(h[0], float(h[1])) for h in record["hits"]]
+            fetch *= GROWTH
+
+    # -- cues and links ------------------------------------------------------------------------
+    def get_cues(self, names: Sequence[str]) -> list[Cue]:
+        """The user's cues whose normalised name is among ``names``."""
+        keys = list(dict.fromkeys(normalise_cue_name(n) for n in names))
+        return [cue_from(r["p"]) for r in self._read(q.GET_CUES, keys=keys)] if keys else []
+
+    def engrams_for_cues(
+        self, cue_ids: Sequence[str], limit_per_cue: int
+    ) -> dict[str, list[tuple[str, float]]]:
+        """Up to ``limit_per_cue`` (engram id, strength) per cue, most important first."""
+        out: dict[str, list[tuple[str, float]]] = {cid: [] for cid in cue_ids}
+        if not cue_ids or limit_per_cue <= 0:
+            return out
+        ids = list(dict.fromkeys(cue_ids))
+        for r in self._read(q.ENGRAMS_FOR_CUES, ids=ids, limit=int(limit_per_cue)):
+            out[r["cid"]] = [(eid, float(s)) for eid, s in r["hits"]]
+        return out
+
+    def cue_degrees(self, cue_ids: Sequence[str]) -> dict[str, int]:
+        """How many engrams each (existing) cue encodes."""
+        if not cue_ids:
+            return {}
+        records = self._read(q.CUE_DEGREES, ids=list(dict.fromkeys(cue_ids)))
+        return {r["cid"]: int(r["degree"]) for r in records}
+
+    def cues_of(self, engram_ids: Sequence[str]) -> list[Link]:
+        """The EncodedBy edges of these engrams."""
+        if not engram_ids:
+            return []
+        records = self._read(q.CUES_OF, ids=list(dict.fromkeys(engram_ids)))
+        return [Link(r["eid"], r["cid"], float(r["strength"])) for r in records]
+
+    def associations_of(
+        self, engram_ids: Sequence[str], limit_per_engram: int
+    ) -> list[Association]:
+        """AssociatedWith edges touching these engrams, strongest ``limit_per_engram`` per
+        engram and direction; an edge between two of them is listed once."""
+        if not engram_ids or limit_per_engram <= 0:
+            return []
+        ids = list(dict.fromkeys(engram_ids))
+        seen: dict[tuple[str, str, str], Association] = {}
+        for r in self._read(q.ASSOCIATIONS_OF, ids=ids, limit=int(limit_per_engram)):
+            edge = _association_from(
+                [r["source"], r["target"], r["strength"], r["relation_type"], r["created_at"]]
+            )
+            seen.setdefault((edge.source_id, edge.target_id, edge.relation_type), edge)
+        return list(seen.values())
+
+    # -- streams -------------------------------------------------------------------------------
+    def iter_engrams(self, batch_size: int = 1000) -> Iterator[Engram]:
+        """Every engram with its embedding, ordered by id, ``batch_size`` per query."""
+        for props in self._pages(q.ENGRAMS_PAGE, batch_size):
+            yield engram_from(props)
+
+    def iter_cues(self) -> Iterator[Cue]:
+        """Every cue with its embedding, ordered by id."""
+        for props in self._pages(q.CUES_PAGE, WRITE_BATCH):
+            yield cue_from(props)
+
+    def iter_links(self) -> Iterator[Link]:
+        """Every EncodedBy edge of the user."""
+        for eid, cid, strength in self._edge_pages(q.LINKS_PAGE):
+            yield Link(eid, cid, float(strength))
+
+    def iter_associations(self) -> Iterator[Association]:
+        """Every AssociatedWith edge of the user."""
+        for row in self._edge_pages(q.ASSOCIATIONS_PAGE):
+            yield _association_from(row)
+
+    def iter_cooccurrences(self) -> Iterator[CoOccurrence]:
+        """Every CoOccurs edge of the user."""
+        for source, target, strength in self._edge_pages(q.COOCCURS_PAGE):
+            yield CoOccurrence(source, target, float(strength))
+
+
+def _cosine(normalised_score: float) -> float:
+    """Neo4j's cosine score ``(1 + cos) / 2`` back to the cosine similarity."""
+    return 2.0 * float(normalised_score) - 1.0
+
+
+def _first_line(exc: BaseException) -> str:
+    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    return str(text).strip().splitlines()[0]
+
+
+def _distinct_cues(cues: Sequence[Cue], user: str) -> list[dict[str, Any]]:
+    """Cue property maps, one per normalised name (the first wins)."""
+    rows: dict[str, dict[str, Any]] = {}
+    for cue in cues:
+        props = cue_props(cue, user)
+        rows.setdefault(props["key"], props)
+    return list(rows.values())
+
+
+def _association_row(a: Association) -> dict[str, Any]:
+    return {
+        "source": a.source_id,
+        "target": a.target_id,
+        "strength": float(a.strength),
+        "relation_type": a.relation_type,
+        "created_at": utc(a.created_at) if a.created_at else utcnow(),
+    }
+
+
+def _association_from(row: Sequence[Any]) -> Association:
+    source, target, strength, relation_type, created_at = row
+    when = from_neo4j_time(created_at) if created_at is not None else None
+    return Association(source, target, float(strength), relation_type or "semantic", when)
+
+
+def _update_row(u: EngramUpdate) -> dict[str, Any]:
+    return {
+        "id": u.id,
+        "access_count": None if u.access_count is None else int(u.access_count),
+        "last_accessed_at": None if u.last_accessed_at is None else utc(u.last_accessed_at),
+        "decay_factor": None if u.decay_factor is None else clamp01(u.decay_factor),
+        "cluster_id": None if u.cluster_id is None else int(u.cluster_id),
+        "importance": None if u.importance is None else clamp01(u.importance),
+    }

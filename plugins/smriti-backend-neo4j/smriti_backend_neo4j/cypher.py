@@ -1,0 +1,281 @@
+"""Every Cypher statement the Neo4j backend runs.
+
+All values are parameters (``$user`` on every statement: tenant isolation); index names
+are the constants below, never user text. Vector-index scores are Neo4j's normalised
+cosine ``(1 + cos) / 2``; the backend converts them back to cosine similarity.
+"""
+
+ENGRAM_VECTOR_INDEX = "smriti_engram_embedding"
+CUE_VECTOR_INDEX = "smriti_cue_embedding"
+ENGRAM_TEXT_INDEX = "smriti_engram_text"
+
+SCHEMA = (
+    "CREATE CONSTRAINT smriti_engram_id IF NOT EXISTS "
+    "FOR (e:Engram) REQUIRE (e.user, e.id) IS UNIQUE",
+    "CREATE CONSTRAINT smriti_cue_id IF NOT EXISTS FOR (c:Cue) REQUIRE (c.user, c.id) IS UNIQUE",
+    "CREATE CONSTRAINT smriti_cue_key IF NOT EXISTS FOR (c:Cue) REQUIRE (c.user, c.key) IS UNIQUE",
+    "CREATE CONSTRAINT smriti_meta_key IF NOT EXISTS "
+    "FOR (m:SmritiMeta) REQUIRE (m.user, m.key) IS UNIQUE",
+    "CREATE INDEX smriti_engram_user IF NOT EXISTS FOR (e:Engram) ON (e.user)",
+    "CREATE INDEX smriti_cue_user IF NOT EXISTS FOR (c:Cue) ON (c.user)",
+    f"CREATE FULLTEXT INDEX {ENGRAM_TEXT_INDEX} IF NOT EXISTS "
+    "FOR (e:Engram) ON EACH [e.content, e.summary, e.tags_text]",
+)
+AWAIT_INDEXES = "CALL db.awaitIndexes($seconds)"
+
+# Per-user data migrations, in order; version n is reached by running MIGRATIONS[n-1].
+MIGRATIONS = (
+    # v1: databases written before cluster ids and the tags text field existed.
+    "MATCH (e:Engram {user: $user}) WHERE e.cluster_id IS NULL OR e.tags_text IS NULL "
+    "SET e.cluster_id = coalesce(e.cluster_id, -1), "
+    "e.tags_text = reduce(s = '', t IN coalesce(e.tags, []) | s + ' ' + t)",
+)
+
+VECTOR_INDEXES = "SHOW VECTOR INDEXES YIELD name, state, options RETURN name, state, options"
+CREATE_VECTOR_INDEX = {
+    ENGRAM_VECTOR_INDEX: f"CREATE VECTOR INDEX {ENGRAM_VECTOR_INDEX} IF NOT EXISTS "
+    "FOR (e:Engram) ON e.embedding OPTIONS {indexConfig: {"
+    "`vector.dimensions`: $dims, `vector.similarity_function`: 'cosine', "
+    "`vector.quantization.enabled`: false}}",
+    CUE_VECTOR_INDEX: f"CREATE VECTOR INDEX {CUE_VECTOR_INDEX} IF NOT EXISTS "
+    "FOR (c:Cue) ON c.embedding OPTIONS {indexConfig: {"
+    "`vector.dimensions`: $dims, `vector.similarity_function`: 'cosine', "
+    "`vector.quantization.enabled`: false}}",
+}
+AWAIT_INDEX = "CALL db.awaitIndex($name, $seconds)"
+
+DATABASE_EXISTS = "SHOW DATABASES YIELD name WHERE name = $name RETURN name"
+CREATE_DATABASE = "CREATE DATABASE $name IF NOT EXISTS WAIT"
+
+# -- metadata --------------------------------------------------------------------------
+GET_META = "MATCH (m:SmritiMeta {user: $user, key: $key}) RETURN m.value AS value"
+SET_META = "MERGE (m:SmritiMeta {user: $user, key: $key}) SET m.value = $value"
+
+# -- writes ----------------------------------------------------------------------------
+CREATE_ENGRAM = "CREATE (e:Engram) SET e = $props"
+MERGE_CUES = """
+UNWIND range(0, size($cues) - 1) AS i
+WITH i, $cues[i] AS c
+MERGE (k:Cue {user: $user, key: c.key})
+  ON CREATE SET k = c
+WITH i, k
+MATCH (e:Engram {user: $user, id: $engram_id})
+MERGE (e)-[r:EncodedBy]->(k)
+  ON CREATE SET r.strength = 1.0, r.created_at = $now
+RETURN i, properties(k) AS cue
+"""
+BUMP_COOCCURS = """
+UNWIND $pairs AS p
+MATCH (a:Cue {user: $user, id: p[0]})
+MATCH (b:Cue {user: $user, id: p[1]})
+MERGE (a)-[r:CoOccurs]->(b)
+  ON CREATE SET r.strength = 1.0
+  ON MATCH SET r.strength = r.strength + 1.0
+"""
+MERGE_ASSOCIATIONS = """
+UNWIND $rows AS a
+MATCH (s:Engram {user: $user, id: a.source})
+MATCH (t:Engram {user: $user, id: a.target})
+MERGE (s)-[r:AssociatedWith {relation_type: a.relation_type}]->(t)
+SET r.strength = a.strength, r.created_at = a.created_at
+"""
+UPDATE_ENGRAMS = """
+UNWIND $rows AS r
+MATCH (e:Engram {user: $user, id: r.id})
+SET e.access_count = coalesce(r.access_count, e.access_count),
+    e.last_accessed_at = coalesce(r.last_accessed_at, e.last_accessed_at),
+    e.decay_factor = coalesce(r.decay_factor, e.decay_factor),
+    e.cluster_id = coalesce(r.cluster_id, e.cluster_id),
+    e.importance = coalesce(r.importance, e.importance)
+"""
+DELETE_ENGRAMS = """
+UNWIND $ids AS id
+MATCH (e:Engram {user: $user, id: id})
+DETACH DELETE e
+RETURN count(*) AS deleted
+"""
+DELETE_ORPHAN_CUES = """
+MATCH (c:Cue {user: $user})
+WHERE NOT EXISTS { (c)<-[:EncodedBy]-(:Engram) }
+WITH c LIMIT $batch
+DETACH DELETE c
+RETURN count(*) AS deleted
+"""
+IMPORT_ENGRAMS = """
+UNWIND $rows AS p
+MERGE (e:Engram {user: $user, id: p.id})
+SET e = p
+"""
+IMPORT_CUES = """
+UNWIND $rows AS p
+MERGE (c:Cue {user: $user, id: p.id})
+SET c = p
+"""
+IMPORT_LINKS = """
+UNWIND $rows AS r
+MATCH (e:Engram {user: $user, id: r.engram})
+MATCH (c:Cue {user: $user, id: r.cue})
+MERGE (e)-[x:EncodedBy]->(c)
+SET x.strength = r.strength
+"""
+IMPORT_COOCCURS = """
+UNWIND $rows AS r
+MATCH (a:Cue {user: $user, id: r.source})
+MATCH (b:Cue {user: $user, id: r.target})
+MERGE (a)-[x:CoOccurs]->(b)
+SET x.strength = r.strength
+"""
+
+# -- reads -----------------------------------------------------------------------------
+GET_ENGRAMS = """
+UNWIND $ids AS id
+MATCH (e:Engram {user: $user, id: id})
+RETURN properties(e) AS p
+"""
+LIST_ENGRAMS = """
+MATCH (e:Engram {user: $user})
+WHERE $memory_type IS NULL OR e.memory_type = $memory_type
+RETURN properties(e) AS p
+ORDER BY e.last_accessed_at DESC, e.created_at DESC, e.id
+LIMIT $limit
+"""
+COUNT_ENGRAMS = "MATCH (e:Engram {user: $user}) RETURN count(e) AS n"
+COUNTS = """
+RETURN
+  COUNT { MATCH (:Engram {user: $user}) } AS engrams,
+  COUNT { MATCH (:Cue {user: $user}) } AS cues,
+  COUNT { MATCH (:Engram {user: $user})-[:EncodedBy]->(:Cue) } AS links,
+  COUNT { MATCH (:Engram {user: $user})-[:AssociatedWith]->(:Engram) } AS associations,
+  COUNT { MATCH (:Cue {user: $user})-[:CoOccurs]->(:Cue) } AS cooccurrences
+"""
+ENGRAM_STATS_PAGE = """
+MATCH (e:Engram {user: $user})
+WHERE e.id > $after
+RETURN e {.id, .importance, .access_count, .last_accessed_at, .decay_factor, .cluster_id} AS p
+ORDER BY e.id
+LIMIT $batch
+"""
+ENGRAMS_PAGE = """
+MATCH (e:Engram {user: $user})
+WHERE e.id > $after
+RETURN properties(e) AS p
+ORDER BY e.id
+LIMIT $batch
+"""
+CUES_PAGE = """
+MATCH (c:Cue {user: $user})
+WHERE c.id > $after
+RETURN properties(c) AS p
+ORDER BY c.id
+LIMIT $batch
+"""
+# Edge pages walk their start nodes in id order; ``last`` is where the next page starts.
+LINKS_PAGE = """
+MATCH (e:Engram {user: $user})
+WHERE e.id > $after
+WITH e ORDER BY e.id LIMIT $batch
+WITH collect(e) AS nodes
+UNWIND nodes AS e
+OPTIONAL MATCH (e)-[r:EncodedBy]->(c:Cue)
+RETURN last(nodes).id AS last, size(nodes) AS seen,
+       collect(CASE WHEN c IS NULL THEN NULL ELSE [e.id, c.id, r.strength] END) AS rows
+"""
+ASSOCIATIONS_PAGE = """
+MATCH (e:Engram {user: $user})
+WHERE e.id > $after
+WITH e ORDER BY e.id LIMIT $batch
+WITH collect(e) AS nodes
+UNWIND nodes AS e
+OPTIONAL MATCH (e)-[r:AssociatedWith]->(t:Engram)
+RETURN last(nodes).id AS last, size(nodes) AS seen,
+       collect(CASE WHEN t IS NULL THEN NULL
+               ELSE [e.id, t.id, r.strength, r.relation_type, r.created_at] END) AS rows
+"""
+COOCCURS_PAGE = """
+MATCH (c:Cue {user: $user})
+WHERE c.id > $after
+WITH c ORDER BY c.id LIMIT $batch
+WITH collect(c) AS nodes
+UNWIND nodes AS c
+OPTIONAL MATCH (c)-[r:CoOccurs]->(o:Cue)
+RETURN last(nodes).id AS last, size(nodes) AS seen,
+       collect(CASE WHEN o IS NULL THEN NULL ELSE [c.id, o.id, r.strength] END) AS rows
+"""
+GET_CUES = """
+UNWIND $keys AS key
+MATCH (c:Cue {user: $user, key: key})
+RETURN properties(c) AS p
+"""
+ENGRAMS_FOR_CUES = """
+UNWIND $ids AS cid
+MATCH (c:Cue {user: $user, id: cid})
+CALL (c) {
+  MATCH (c)<-[r:EncodedBy]-(e:Engram {user: $user})
+  RETURN e.id AS eid, r.strength AS strength
+  ORDER BY e.importance DESC, e.id
+  LIMIT $limit
+}
+RETURN cid, collect([eid, strength]) AS hits
+"""
+CUE_DEGREES = """
+UNWIND $ids AS cid
+MATCH (c:Cue {user: $user, id: cid})
+RETURN cid, COUNT { (c)<-[:EncodedBy]-(:Engram) } AS degree
+"""
+CUES_OF = """
+UNWIND $ids AS eid
+MATCH (e:Engram {user: $user, id: eid})-[r:EncodedBy]->(c:Cue)
+RETURN eid, c.id AS cid, r.strength AS strength
+"""
+ASSOCIATIONS_OF = """
+UNWIND $ids AS eid
+MATCH (e:Engram {user: $user, id: eid})
+CALL (e) {
+  MATCH (e)-[r:AssociatedWith]->(o:Engram)
+  RETURN e.id AS source, o.id AS target, r ORDER BY r.strength DESC LIMIT $limit
+  UNION
+  MATCH (e)<-[r:AssociatedWith]-(o:Engram)
+  RETURN o.id AS source, e.id AS target, r ORDER BY r.strength DESC LIMIT $limit
+}
+RETURN source, target, r.strength AS strength, r.relation_type AS relation_type,
+       r.created_at AS created_at
+"""
+
+# -- search ----------------------------------------------------------------------------
+# Index queries return the raw hit count too, so the caller knows when the index is
+# exhausted; the user (and memory type) filter runs before the caller's k cut.
+ENGRAM_VECTOR_QUERY = f"""
+CALL db.index.vector.queryNodes('{ENGRAM_VECTOR_INDEX}', $fetch, $vector) YIELD node, score
+WITH count(*) AS raw, collect(CASE
+  WHEN node.user = $user AND ($memory_type IS NULL OR node.memory_type = $memory_type)
+  THEN [node.id, score] END) AS hits
+RETURN raw, hits[..$k] AS hits
+"""
+CUE_VECTOR_QUERY = f"""
+CALL db.index.vector.queryNodes('{CUE_VECTOR_INDEX}', $fetch, $vector) YIELD node, score
+WITH count(*) AS raw, collect(CASE WHEN node.user = $user THEN [node, score] END) AS hits
+RETURN raw, [h IN hits[..$k] | [properties(h[0]), h[1]]] AS hits
+"""
+TEXT_QUERY = f"""
+CALL db.index.fulltext.queryNodes('{ENGRAM_TEXT_INDEX}', $query, {{limit: $fetch}})
+  YIELD node, score
+WITH count(*) AS raw, collect(CASE
+  WHEN node.user = $user AND ($memory_type IS NULL OR node.memory_type = $memory_type)
+  THEN [node.id, score] END) AS hits
+RETURN raw, hits[..$k] AS hits
+"""
+# Exact fallbacks (no index yet, or a user whose share of a shared index is tiny).
+ENGRAM_VECTOR_EXACT = """
+MATCH (e:Engram {user: $user})
+WHERE e.embedding IS NOT NULL AND ($memory_type IS NULL OR e.memory_type = $memory_type)
+WITH e, vector.similarity.cosine(e.embedding, $vector) AS score
+WHERE score IS NOT NULL
+RETURN e.id AS id, score ORDER BY score DESC, id LIMIT $k
+"""
+CUE_VECTOR_EXACT = """
+MATCH (c:Cue {user: $user})
+WHERE c.embedding IS NOT NULL
+WITH c, vector.similarity.cosine(c.embedding, $vector) AS score
+WHERE score IS NOT NULL
+RETURN properties(c) AS p, score ORDER BY score DESC, c.id LIMIT $k
+"""

@@ -1,0 +1,129 @@
+"""Conversion between Smriti's model objects and Neo4j property maps.
+
+Embeddings travel as lists of floats (query parameters, never query text); timestamps
+as timezone-aware UTC datetimes, which the driver stores as Neo4j ``DATETIME`` values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from smriti.model import Cue, Engram, clamp01, normalise_cue_name
+from smriti.storage import EngramStats
+
+
+def vector_param(embedding: object) -> list[float] | None:
+    """An embedding as a list of floats for a query parameter (None stays None)."""
+    if embedding is None:
+        return None
+    return np.asarray(embedding, dtype=np.float64).reshape(-1).tolist()
+
+
+def utc(ts: datetime) -> datetime:
+    """A timezone-aware UTC datetime (naive values are taken to be UTC already)."""
+    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
+
+
+def from_neo4j_time(value: Any) -> datetime:
+    """A driver ``DateTime`` (or datetime) as a timezone-aware UTC datetime."""
+    native = value.to_native() if hasattr(value, "to_native") else value
+    return utc(native)
+
+
+def engram_props(engram: Engram, user: str) -> dict[str, Any]:
+    """Every stored property of an engram node (``user`` included)."""
+    tags = [str(t) for t in engram.tags]
+    return {
+        "user": user,
+        "id": engram.id,
+        "content": engram.content,
+        "summary": engram.summary,
+        "memory_type": engram.memory_type,
+        "importance": clamp01(engram.importance),
+        "access_count": int(engram.access_count),
+        "created_at": utc(engram.created_at),
+        "last_accessed_at": utc(engram.last_accessed_at),
+        "decay_factor": clamp01(engram.decay_factor),
+        "embedding": vector_param(engram.embedding),
+        "source": engram.source,
+        "tags": tags,
+        # Full-text indexes cover string properties only, so tags are also kept as text.
+        "tags_text": " ".join(tags),
+        "cluster_id": int(engram.cluster_id),
+    }
+
+
+def engram_from(props: Mapping[str, Any]) -> Engram:
+    """An Engram from a node's property map."""
+    embedding = props.get("embedding")
+    return Engram(
+        id=props["id"],
+        content=props.get("content", ""),
+        summary=props.get("summary", ""),
+        memory_type=props.get("memory_type", "episodic"),
+        importance=float(props.get("importance", 0.5)),
+        created_at=from_neo4j_time(props["created_at"]),
+        last_accessed_at=from_neo4j_time(props["last_accessed_at"]),
+        access_count=int(props.get("access_count", 0)),
+        decay_factor=float(props.get("decay_factor", 1.0)),
+        embedding=None if embedding is None else np.asarray(embedding, dtype=np.float32),
+        source=props.get("source", ""),
+        tags=list(props.get("tags") or []),
+        cluster_id=int(props.get("cluster_id", -1)),
+    )
+
+
+def stats_from(props: Mapping[str, Any]) -> EngramStats:
+    """Consolidation fields from a projection of an engram node."""
+    return EngramStats(
+        id=props["id"],
+        importance=float(props["importance"]),
+        access_count=int(props["access_count"]),
+        last_accessed_at=from_neo4j_time(props["last_accessed_at"]),
+        decay_factor=float(props["decay_factor"]),
+        cluster_id=int(props.get("cluster_id", -1)),
+    )
+
+
+def cue_props(cue: Cue, user: str) -> dict[str, Any]:
+    """Every stored property of a cue node; ``key`` is the normalised merge key."""
+    return {
+        "user": user,
+        "id": cue.id,
+        "name": cue.name,
+        "key": normalise_cue_name(cue.name),
+        "cue_type": cue.cue_type,
+        "embedding": vector_param(cue.embedding),
+    }
+
+
+def cue_from(props: Mapping[str, Any]) -> Cue:
+    """A Cue from a node's property map."""
+    embedding = props.get("embedding")
+    return Cue(
+        id=props["id"],
+        name=props["name"],
+        cue_type=props.get("cue_type", "keyword"),
+        embedding=None if embedding is None else np.asarray(embedding, dtype=np.float32),
+    )
+
+
+def lucene_query(text: str) -> str:
+    """Plain user text as a Lucene query that matches any of its words, syntax inert.
+
+    Each whitespace-separated token becomes a quoted phrase (inside quotes only ``"``
+    and ``\\`` are special, and both are escaped); tokens without a letter or digit
+    are dropped because the analyzer would discard them anyway. Returns "" when
+    nothing is left.
+    """
+    phrases = []
+    for token in text.split():
+        if not any(ch.isalnum() for ch in token):
+            continue
+        escaped = token.replace("\\", "\\\\").replace('"', '\\"')
+        phrases.append(f'"{escaped}"')
+    return " OR ".join(phrases)
