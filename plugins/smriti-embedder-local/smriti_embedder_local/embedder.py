@@ -1,0 +1,197 @@
+"""The local embedder: a sentence-transformers model exported to ONNX, run on the CPU.
+
+onnxruntime runs the transformer and ``tokenizers`` prepares its input, so no torch is
+needed. Token vectors are mean-pooled over the attention mask (or the CLS vector is
+taken, when the model's pooling config says so) and L2-normalised, which reproduces
+sentence-transformers' output for models like all-MiniLM-L6-v2.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from smriti.embedding import Embedder
+from smriti.errors import ConfigError, ProviderError
+from smriti.logs import get_logger
+from smriti_embedder_local.model_files import (
+    DEFAULT_HUB_MODEL,
+    ModelFiles,
+    from_directory,
+    from_hub,
+    repo_id,
+)
+
+if TYPE_CHECKING:
+    from smriti.config import Settings
+
+log = get_logger(__name__)
+
+#: Upper bound of onnxruntime's intra-op threads unless SMRITI_LOCAL_THREADS says otherwise.
+MAX_DEFAULT_THREADS = 4
+
+
+class LocalEmbedder(Embedder):
+    """Sentence embeddings from a local ONNX model (all-MiniLM-L6-v2 and the like).
+
+    Configure with ``SMRITI_LOCAL_MODEL``: a directory holding ``model.onnx`` and
+    ``tokenizer.json``, or a Hugging Face repository id (``org/name``) to download,
+    which needs ``smriti-embedder-local[hub]`` and internet access.
+    ``SMRITI_LOCAL_THREADS`` bounds onnxruntime's threads (default: up to 4).
+    Instances are thread-safe: the tokenizer is configured once and an onnxruntime
+    session may be run from several threads at once.
+    """
+
+    name: ClassVar[str] = "local"
+    priority: ClassVar[int] = 50
+    description: ClassVar[str] = "local ONNX sentence embeddings (onnxruntime, no torch)"
+    #: Texts per onnxruntime call; texts are sorted by length so padding stays small.
+    batch_size: ClassVar[int] = 16
+
+    def __init__(self, files: ModelFiles, *, threads: int | None = None) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.files = files
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or default_threads()
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        try:
+            self._session = ort.InferenceSession(
+                str(files.onnx_path), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+            self._tokenizer = Tokenizer.from_file(str(files.tokenizer_path))
+        except Exception as exc:
+            raise ConfigError(
+                f"could not load the local embedding model from {files.onnx_path.parent} "
+                f"({type(exc).__name__}: {exc})"[:400]
+            ) from exc
+        pad_id, pad_token = _pad(self._tokenizer)
+        self._tokenizer.no_padding()  # tokenizer.json may pad to a fixed length
+        self._tokenizer.enable_truncation(max_length=files.max_length)
+        self._tokenizer.enable_padding(pad_id=pad_id, pad_token=pad_token)
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._lock = threading.Lock()
+        self._dims = int(self._run(["dimension probe"]).shape[1])
+        self._model_id = f"local:{files.name}:{files.fingerprint()}:{self._dims}"
+        log.info(
+            "local embedding model loaded",
+            model=self._model_id,
+            threads=options.intra_op_num_threads,
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, explicit: bool = False) -> LocalEmbedder | None:
+        """An embedder for ``SMRITI_LOCAL_MODEL``; None when nothing is configured.
+
+        Without ``SMRITI_LOCAL_MODEL`` an explicit selection downloads the default model
+        by name (internet needed), while ``auto`` only uses a copy already in the
+        Hugging Face cache. A set but unusable ``SMRITI_LOCAL_MODEL`` is a ConfigError.
+        """
+        threads = _threads_setting(settings)
+        value = settings.local_model_path.strip()
+        if value:
+            return cls(_configured_files(value), threads=threads)
+        try:
+            files = from_hub(DEFAULT_HUB_MODEL, local_only=not explicit)
+        except ConfigError as exc:
+            if not explicit:
+                return None
+            raise ConfigError(
+                "SMRITI_EMBEDDER=local needs a model: set SMRITI_LOCAL_MODEL to a directory "
+                f"with model.onnx and tokenizer.json. Downloading {DEFAULT_HUB_MODEL} "
+                f"instead failed: {exc}"
+            ) from exc
+        return cls(files, threads=threads)
+
+    def __repr__(self) -> str:
+        return f"LocalEmbedder({self._model_id!r})"
+
+    @property
+    def model_id(self) -> str:
+        """``local:<model name>:<ONNX sha256 prefix>:<dims>``."""
+        return self._model_id
+
+    @property
+    def dims(self) -> int:
+        """The model's output dimension (384 for all-MiniLM-L6-v2)."""
+        return self._dims
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` in length-sorted batches: (n, dims) float32 unit rows."""
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts, not a single string")
+        out = np.zeros((len(texts), self._dims), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            out[rows] = self._run([texts[i] for i in rows])
+        return out
+
+    def close(self) -> None:
+        """Nothing to release: the session is freed with the object."""
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch([t if t.strip() else " " for t in texts])
+        ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
+        mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
+        feed: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        feed = {k: v for k, v in feed.items() if k in self._inputs}
+        try:
+            output = np.asarray(self._session.run(None, feed)[0], dtype=np.float32)
+        except Exception as exc:
+            raise ProviderError(
+                f"local embedding model failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        return _normalise(self._pool(output, mask))
+
+    def _pool(self, output: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        if output.ndim == 2:  # the export already pooled
+            return output
+        if self.files.pooling == "cls":
+            return output[:, 0, :]
+        weights = mask[:, :, None].astype(np.float32)
+        return (output * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+
+
+def default_threads() -> int:
+    """onnxruntime intra-op threads: the CPU count, at most MAX_DEFAULT_THREADS."""
+    return max(1, min(MAX_DEFAULT_THREADS, os.cpu_count() or 1))
+
+
+def _threads_setting(settings: Settings) -> int | None:
+    raw = (settings.env or {}).get("SMRITI_LOCAL_THREADS", "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or not 1 <= int(raw) <= 256:
+        raise ConfigError(f"SMRITI_LOCAL_THREADS={raw!r} is invalid (allowed: 1..256)")
+    return int(raw)
+
+
+def _configured_files(value: str) -> ModelFiles:
+    path = Path(value).expanduser()
+    repo = repo_id(value)
+    if path.exists() or repo is None or value.startswith(("/", ".", "~")):
+        return from_directory(path)
+    return from_hub(repo)
+
+
+def _pad(tokenizer: Any) -> tuple[int, str]:
+    """The pad token of the tokenizer's own padding config, else ``[PAD]``."""
+    config = tokenizer.padding or {}
+    token = str(config.get("pad_token") or "[PAD]")
+    pad = tokenizer.token_to_id(token)
+    return (int(pad) if pad is not None else int(config.get("pad_id", 0))), token
+
+
+def _normalise(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return (matrix / np.where(norms > 0, norms, 1.0)).astype(np.float32, copy=False)
