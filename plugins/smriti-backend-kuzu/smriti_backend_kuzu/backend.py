@@ -1,0 +1,233 @@
+"""The Kùzu storage backend: one embedded database per user.
+
+The store lives at ``{STORAGE_LOCATION}/{user}/memory.kuzu``. The driver (``kuzu``, or
+``real_ladybug`` when only LadybugDB is installed) is imported when a store is opened.
+Writes are serialised by a lock and run in explicit transactions; reads use one
+connection per thread. Vector search uses an in-process cache of unit vectors (exact
+cosine); see the README for when the HNSW index is used instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util  # noqa: F401 - kuzu's parameter binding needs it imported
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from smriti.errors import BackendError, StoreLockedError
+from smriti.logs import get_logger
+from smriti.storage import StorageBackend
+from smriti_backend_kuzu import schema
+from smriti_backend_kuzu.cache import VectorCache
+from smriti_backend_kuzu.codec import CUE_FIELDS, cue_from_row
+from smriti_backend_kuzu.queries import QueriesMixin
+from smriti_backend_kuzu.writes import WritesMixin
+
+if TYPE_CHECKING:
+    from smriti.config import Settings
+    from smriti.model import Cue
+
+log = get_logger(__name__)
+
+DB_FILE = "memory.kuzu"
+CACHE_ENV = "SMRITI_KUZU_CACHE_MB"
+DEFAULT_CACHE_MB = 2048
+
+
+def load_driver() -> ModuleType:
+    """``kuzu``, or ``real_ladybug`` when only LadybugDB is installed (never both)."""
+    try:
+        return importlib.import_module("kuzu")
+    except ImportError:
+        pass
+    try:
+        return importlib.import_module("real_ladybug")
+    except ImportError:
+        raise BackendError("the Kùzu driver is not installed: pip install 'smriti[kuzu]'") from None
+
+
+class KuzuBackend(WritesMixin, QueriesMixin, StorageBackend):
+    """Embedded Kùzu graph database, one file per user, with in-process vector caches."""
+
+    name: ClassVar[str] = "kuzu"
+    aliases: ClassVar[tuple[str, ...]] = ("ladybug",)
+    description: ClassVar[str] = "Kùzu embedded graph database, one store per user"
+    multi_tenant: ClassVar[bool] = False
+
+    def __init__(self, user: str, path: Path | str, cache_mb: int = DEFAULT_CACHE_MB) -> None:
+        super().__init__(user)
+        self.path = Path(path)
+        self.cache_mb = cache_mb
+        self._driver: ModuleType | None = None
+        self._db: Any = None
+        self._local = threading.local()
+        self._conns: list[Any] = []
+        self._conns_lock = threading.Lock()
+        self._write_lock = threading.RLock()
+        self._generation = 0
+        self.engram_cache: VectorCache | None = None
+        self.cue_cache = VectorCache()
+        self.cues_by_key: dict[str, Cue] = {}
+        self.labels: dict[str, int] = {}
+        self.vector_index_dims: int | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings, user: str) -> KuzuBackend:
+        """The store of ``user`` under ``STORAGE_LOCATION``; cache budget from the env."""
+        raw = settings.env.get(CACHE_ENV, "").strip()
+        try:
+            cache_mb = int(raw) if raw else DEFAULT_CACHE_MB
+        except ValueError:
+            raise BackendError(f"{CACHE_ENV}={raw!r} is not an integer (megabytes)") from None
+        return cls(user, settings.user_dir(user) / DB_FILE, cache_mb=cache_mb)
+
+    # -- lifecycle -------------------------------------------------------------------
+    def open(self) -> None:
+        """Open (or create) the database, migrate it and load the caches."""
+        if self._db is not None:
+            return
+        self._driver = load_driver()
+        if self.path.is_dir():
+            raise BackendError(f"{self.path} is a directory, not a Kùzu database file")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = self._driver.Database(str(self.path))
+        except RuntimeError as exc:
+            raise self._open_error(exc) from exc
+        self._generation += 1
+        try:
+            self._prepare()
+        except BaseException:
+            self.close()
+            raise
+
+    def _open_error(self, exc: Exception) -> BackendError:
+        text = str(exc)
+        if "lock" in text.lower():
+            return StoreLockedError(
+                f"the Kùzu store {self.path} is in use by another process (one process "
+                "at a time): stop the other smriti server or use another STORAGE_LOCATION"
+            )
+        return BackendError(
+            f"cannot open the Kùzu store {self.path}: {text}. The file was left untouched; "
+            "move it aside or point STORAGE_LOCATION elsewhere"
+        )
+
+    def _prepare(self) -> None:
+        conn = self._conn()
+        with self._write_lock:
+            applied = schema.migrate(conn)
+        if applied:
+            log.info("kuzu schema migrated", path=str(self.path), versions=applied)
+        dims = self.get_meta("vector_index_dims")
+        self.vector_index_dims = int(dims) if dims else None
+        self._load_cue_cache()
+        self._load_engram_cache()
+
+    def close(self) -> None:
+        """Close every connection and the database; safe to call twice."""
+        with self._write_lock, self._conns_lock:
+            for conn in self._conns:
+                with suppress(Exception):  # best effort; closing the db below flushes
+                    conn.close()
+            self._conns.clear()
+            self._generation += 1
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+            self.engram_cache = None
+            self.cue_cache.clear()
+            self.cues_by_key.clear()
+
+    # -- connections and transactions ---------------------------------------------------
+    def _conn(self) -> Any:
+        """This thread's connection to the open database."""
+        local = self._local
+        if getattr(local, "generation", None) != self._generation or local.conn is None:
+            if self._db is None:
+                raise BackendError(f"the Kùzu store {self.path} is not open")
+            conn = self._driver.Connection(self._db)  # type: ignore[union-attr]
+            for extension in ("fts", "vector"):
+                conn.execute(f"LOAD {extension}")
+            with self._conns_lock:
+                self._conns.append(conn)
+            local.conn, local.generation = conn, self._generation
+        return local.conn
+
+    def _q(self, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+        """Run a read query on this thread's connection and return all rows."""
+        try:
+            return self._conn().execute(query, params or {}).get_all()
+        except RuntimeError as exc:
+            raise BackendError(f"Kùzu query failed on {self.path}: {exc}") from exc
+
+    def _stream(self, query: str, params: dict[str, Any] | None = None) -> Iterator[list[Any]]:
+        """Rows of a read query; fetched eagerly so the caller may query in between."""
+        return iter(self._q(query, params))
+
+    @contextmanager
+    def _write(self) -> Iterator[Any]:
+        """One write transaction at a time; rolled back on any error."""
+        with self._write_lock:
+            conn = self._conn()
+            conn.execute("BEGIN TRANSACTION")
+            try:
+                yield conn
+            except BaseException:
+                with suppress(RuntimeError):  # Kùzu may have rolled back already
+                    conn.execute("ROLLBACK")
+                raise
+            try:
+                conn.execute("COMMIT")
+            except RuntimeError as exc:
+                raise BackendError(f"Kùzu commit failed on {self.path}: {exc}") from exc
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except RuntimeError as exc:
+            raise BackendError(f"Kùzu write failed on {self.path}: {exc}") from exc
+
+    # -- caches -------------------------------------------------------------------------
+    def label(self, memory_type: str) -> int:
+        """A small integer for a memory type (for the cache's filter mask)."""
+        return self.labels.setdefault(memory_type, len(self.labels))
+
+    def _load_cue_cache(self) -> None:
+        rows = self._q(f"MATCH (c:Cue) RETURN {CUE_FIELDS}")
+        cues = [cue_from_row(r) for r in rows]
+        self.remember_cues(cues)
+
+    def _load_engram_cache(self) -> None:
+        count = self._q("MATCH (e:Engram) RETURN count(e)")[0][0]
+        sample = self._q(
+            "MATCH (e:Engram) WHERE e.embedding IS NOT NULL RETURN e.embedding LIMIT 1"
+        )
+        dims = len(sample[0][0]) * 3 // 4 // 4 if sample else 0
+        needed_mb = count * dims * 4 / 2**20
+        if self.cache_mb <= 0 or needed_mb > self.cache_mb:
+            log.info(
+                "kuzu vector cache disabled",
+                path=str(self.path),
+                needed_mb=round(needed_mb, 1),
+                budget_mb=self.cache_mb,
+            )
+            self.engram_cache = None
+            return
+        cache = VectorCache()
+        for page in self.embedding_pages():
+            cache.put_many((key, vec, self.label(mtype)) for key, vec, mtype in page)
+        self.engram_cache = cache
+
+    def db_size_hint(self) -> int:
+        """Size of the database file in bytes (0 when missing)."""
+        try:
+            return os.path.getsize(self.path)
+        except OSError:
+            return 0

@@ -1,0 +1,132 @@
+"""Conversions between model values and what the Kùzu schema stores.
+
+Embeddings are stored as base64 of little-endian float32 bytes in a STRING column:
+Kùzu binds strings fast, while float-list parameters are slow to insert (TESTING.md:
+84 s for 10k x 384 through UNWIND; strings take about 1 s) and Python ``bytes`` cannot
+be bound at all. Timestamps are stored as naive UTC (Kùzu drops the offset of an aware
+datetime) and read back as aware UTC.
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from smriti.model import Cue, Engram, as_vector
+
+ENGRAM_FIELDS = (
+    "e.id, e.content, e.summary, e.memory_type, e.importance, e.access_count, "
+    "e.created_at, e.last_accessed_at, e.decay_factor, e.embedding, e.source, e.tags, "
+    "e.cluster_id"
+)
+CUE_FIELDS = "c.id, c.name, c.cue_type, c.embedding"
+
+
+def ts_in(value: datetime | None) -> datetime | None:
+    """A naive UTC datetime for Kùzu (naive input is taken to be UTC already)."""
+    if value is None:
+        return None
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC)
+    return value.replace(tzinfo=None)
+
+
+def ts_out(value: datetime | None) -> datetime:
+    """An aware UTC datetime from Kùzu's naive value."""
+    if value is None:
+        return datetime.fromtimestamp(0, UTC)
+    return value.replace(tzinfo=UTC)
+
+
+def vec_in(vector: object) -> str | None:
+    """The stored form of an embedding (None stays None)."""
+    if vector is None:
+        return None
+    return base64.b64encode(as_vector(vector).astype("<f4").tobytes()).decode("ascii")
+
+
+def vec_out(value: str | None) -> np.ndarray | None:
+    """The float32 embedding from its stored form."""
+    if not value:
+        return None
+    return np.frombuffer(base64.b64decode(value), dtype="<f4").astype(np.float32)
+
+
+def vec_literal(vector: np.ndarray) -> str:
+    """A list literal Kùzu can CAST to FLOAT[n] (fast, unlike a float-list parameter)."""
+    return "[" + ",".join(f"{x:.9g}" for x in np.asarray(vector, dtype=np.float32)) + "]"
+
+
+def engram_params(e: Engram) -> dict[str, Any]:
+    """Parameters of one Engram row (validated and converted before any write)."""
+    tags = [str(t) for t in e.tags]
+    return {
+        "id": e.id,
+        "content": e.content,
+        "summary": e.summary,
+        "memory_type": e.memory_type,
+        "importance": float(e.importance),
+        "access_count": int(e.access_count),
+        "created_at": ts_in(e.created_at),
+        "last_accessed_at": ts_in(e.last_accessed_at),
+        "decay_factor": float(e.decay_factor),
+        "embedding": vec_in(e.embedding),
+        "source": e.source or "",
+        "tags": tags,
+        "tags_text": " ".join(tags),
+        "cluster_id": int(e.cluster_id),
+    }
+
+
+ENGRAM_COLUMNS = (
+    "id",
+    "content",
+    "summary",
+    "memory_type",
+    "importance",
+    "access_count",
+    "created_at",
+    "last_accessed_at",
+    "decay_factor",
+    "embedding",
+    "source",
+    "tags",
+    "tags_text",
+    "cluster_id",
+)
+#: ``SET`` list replacing every column of ``e`` from row ``r``.
+ENGRAM_SET = ", ".join(f"e.{c} = r.{c}" for c in ENGRAM_COLUMNS[1:])
+#: ``CREATE`` of an Engram from row ``r``.
+ENGRAM_CREATE = "CREATE (:Engram {" + ", ".join(f"{c}: r.{c}" for c in ENGRAM_COLUMNS) + "})"
+
+
+def engram_from_row(row: list[Any]) -> Engram:
+    """An Engram from a row of ENGRAM_FIELDS."""
+    return Engram(
+        id=row[0],
+        content=row[1] or "",
+        summary=row[2] or "",
+        memory_type=row[3] or "episodic",
+        importance=float(row[4] if row[4] is not None else 0.5),
+        access_count=int(row[5] or 0),
+        created_at=ts_out(row[6]),
+        last_accessed_at=ts_out(row[7]),
+        decay_factor=float(row[8] if row[8] is not None else 1.0),
+        embedding=vec_out(row[9]),
+        source=row[10] or "",
+        tags=list(row[11] or []),
+        cluster_id=int(row[12] if row[12] is not None else -1),
+    )
+
+
+def cue_params(c: Cue) -> dict[str, Any]:
+    """Parameters of one Cue row."""
+    return {"id": c.id, "name": c.name, "cue_type": c.cue_type, "embedding": vec_in(c.embedding)}
+
+
+def cue_from_row(row: list[Any]) -> Cue:
+    """A Cue from a row of CUE_FIELDS."""
+    return Cue(id=row[0], name=row[1], cue_type=row[2] or "keyword", embedding=vec_out(row[3]))

@@ -1,0 +1,22 @@
+"""Entry point of the Kùzu backend plugin: registers the backend class only.
+
+The driver (``kuzu`` or ``real_ladybug``) is imported when a store is opened, so
+loading this plugin stays cheap and a missing native library fails only this backend.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from smriti import hookimpl
+
+if TYPE_CHECKING:
+    from smriti.storage import StorageBackend
+
+
+@hookimpl
+def register_storage_backends() -> list[type[StorageBackend]]:
+    """The Kùzu backend (``DB_TYPE=kuzu``, alias ``ladybug``)."""
+    from smriti_backend_kuzu.backend import KuzuBackend
+
+    return [KuzuBackend]

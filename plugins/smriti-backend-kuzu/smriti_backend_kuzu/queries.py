@@ -1,0 +1,303 @@
+"""Read half of the Kùzu backend: lookups, listings, searches and streams."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from smriti.model import Association, CoOccurrence, Cue, Engram, Link, normalise_cue_name
+from smriti.storage import EngramStats, cosine_top_k, unit
+from smriti_backend_kuzu.codec import CUE_FIELDS, ENGRAM_FIELDS, engram_from_row, ts_out, vec_out
+from smriti_backend_kuzu.text import bm25, query_tokens
+
+if TYPE_CHECKING:
+    from smriti_backend_kuzu.backend import KuzuBackend as _Self
+else:
+    _Self = object
+
+PAGE = 1000
+
+
+def _type_filter(memory_type: str | None, alias: str = "e") -> str:
+    return "" if memory_type is None else f"WHERE {alias}.memory_type = $t"
+
+
+class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
+    """Every read of the StorageBackend contract."""
+
+    # -- metadata and indexes -----------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        """A per-user metadata value, or None."""
+        rows = self._q("MATCH (m:Meta {key: $k}) RETURN m.value", {"k": key})
+        return rows[0][0] if rows else None
+
+    def index_names(self) -> set[str]:
+        """Names of the indexes that exist in this store."""
+        return {row[1] for row in self._q("CALL SHOW_INDEXES() RETURN *")}
+
+    # -- engrams --------------------------------------------------------------------------
+    def get_engrams(self, ids: Sequence[str]) -> list[Engram]:
+        """The engrams with these ids; unknown ids skipped."""
+        if not ids:
+            return []
+        rows = self._q(
+            f"UNWIND $ids AS i MATCH (e:Engram {{id: i}}) RETURN {ENGRAM_FIELDS}",
+            {"ids": list(dict.fromkeys(ids))},
+        )
+        return [engram_from_row(r) for r in rows]
+
+    def list_engrams(self, limit: int, memory_type: str | None = None) -> list[Engram]:
+        """Most recently accessed first (ties: newest created first)."""
+        if limit <= 0:
+            return []
+        rows = self._q(
+            f"MATCH (e:Engram) {_type_filter(memory_type)} RETURN {ENGRAM_FIELDS} "
+            "ORDER BY e.last_accessed_at DESC, e.created_at DESC, e.id LIMIT $k",
+            {"k": int(limit), **({"t": memory_type} if memory_type is not None else {})},
+        )
+        return [engram_from_row(r) for r in rows]
+
+    def count_engrams(self) -> int:
+        """How many engrams this store holds."""
+        return int(self._q("MATCH (e:Engram) RETURN count(e)")[0][0])
+
+    def counts(self) -> dict[str, int]:
+        """Counts of engrams, cues and the three edge kinds."""
+        queries = {
+            "engrams": "MATCH (e:Engram) RETURN count(e)",
+            "cues": "MATCH (c:Cue) RETURN count(c)",
+            "links": "MATCH ()-[r:EncodedBy]->() RETURN count(r)",
+            "associations": "MATCH ()-[r:AssociatedWith]->() RETURN count(r)",
+            "cooccurrences": "MATCH ()-[r:CoOccurs]->() RETURN count(r)",
+        }
+        return {name: int(self._q(q)[0][0]) for name, q in queries.items()}
+
+    def engram_stats(self) -> Iterator[EngramStats]:
+        """Every engram's consolidation fields, in pages ordered by id."""
+        fields = (
+            "e.id, e.importance, e.access_count, e.last_accessed_at, e.decay_factor, e.cluster_id"
+        )
+        for rows in self._pages("Engram", "e", fields):
+            for r in rows:
+                yield EngramStats(
+                    id=r[0],
+                    importance=float(r[1]),
+                    access_count=int(r[2]),
+                    last_accessed_at=ts_out(r[3]),
+                    decay_factor=float(r[4]),
+                    cluster_id=int(r[5]),
+                )
+
+    def _pages(self, table: str, alias: str, fields: str, size: int = PAGE) -> Iterator[list[Any]]:
+        """Rows of ``table`` in id order, ``size`` at a time (keyset pagination)."""
+        after = ""
+        while True:
+            rows = self._q(
+                f"MATCH ({alias}:{table}) WHERE {alias}.id > $after RETURN {fields} "
+                f"ORDER BY {alias}.id LIMIT $n",
+                {"after": after, "n": int(size)},
+            )
+            if not rows:
+                return
+            yield rows
+            if len(rows) < size:
+                return
+            after = rows[-1][0]
+
+    def embedding_pages(self) -> Iterator[list[tuple[str, np.ndarray, str]]]:
+        """(id, embedding, memory_type) of engrams with an embedding, a page at a time."""
+        for rows in self._pages("Engram", "e", "e.id, e.embedding, e.memory_type", 5000):
+            page = [(r[0], vec_out(r[1]), r[2]) for r in rows if r[1]]
+            yield [(k, v, t) for k, v, t in page if v is not None]
+
+    # -- vector and text search ----------------------------------------------------------------
+    def vector_search(
+        self, embedding: np.ndarray, k: int, memory_type: str | None = None
+    ) -> list[tuple[str, float]]:
+        """Top-k by cosine: the cache, else the HNSW index, else an exact scan."""
+        if k <= 0:
+            return []
+        cache = self.engram_cache
+        if cache is not None:
+            label = None if memory_type is None else self.labels.get(memory_type)
+            if memory_type is not None and label is None:
+                return []
+            return cache.search(embedding, k, label)
+        if self.vector_index_dims and "engram_vec" in self.index_names():
+            hits = self._hnsw_search(embedding, k, memory_type)
+            if hits is not None:
+                return hits
+        return self._scan_search(embedding, k, memory_type)
+
+    def _hnsw_search(
+        self, embedding: np.ndarray, k: int, memory_type: str | None
+    ) -> list[tuple[str, float]] | None:
+        query = unit(embedding)
+        if query.shape[0] != self.vector_index_dims:
+            return None
+        fetch = k if memory_type is None else k * 4
+        rows = self._q(
+            "CALL QUERY_VECTOR_INDEX('EngramVec', 'engram_vec', $q, $k, efs := 200) "
+            "WITH node AS v, distance MATCH (e:Engram {id: v.id}) "
+            f"{_type_filter(memory_type)} RETURN e.id, 1.0 - distance AS s ORDER BY s DESC",
+            {"q": query.tolist(), "k": int(fetch), **({"t": memory_type} if memory_type else {})},
+        )
+        if memory_type is not None and len(rows) < k and fetch < self.count_engrams():
+            return None  # the filter removed too many candidates: let the exact scan answer
+        return [(r[0], float(r[1])) for r in rows[:k]]
+
+    def _scan_search(
+        self, embedding: np.ndarray, k: int, memory_type: str | None
+    ) -> list[tuple[str, float]]:
+        best: list[tuple[str, float]] = []
+        for page in self.embedding_pages():
+            rows = [(key, v) for key, v, t in page if memory_type in (None, t)]
+            rows = [(key, v) for key, v in rows if v.shape[0] == np.asarray(embedding).size]
+            if not rows:
+                continue
+            matrix = np.stack([unit(v) for _, v in rows])
+            best += [(rows[i][0], s) for i, s in cosine_top_k(matrix, embedding, k)]
+            best = sorted(best, key=lambda x: -x[1])[:k]
+        return best
+
+    def text_search(
+        self, query: str, k: int, memory_type: str | None = None
+    ) -> list[tuple[str, float]]:
+        """Lexical top-k: Kùzu's FTS index when built, else a BM25 scan."""
+        tokens = query_tokens(query)
+        if k <= 0 or not tokens:
+            return []
+        if "engram_fts" in self.index_names():
+            return self._fts_search(tokens, k, memory_type)
+        return self._scan_text(tokens, k, memory_type)
+
+    def _fts_search(
+        self, tokens: list[str], k: int, memory_type: str | None
+    ) -> list[tuple[str, float]]:
+        where = "" if memory_type is None else "WHERE node.memory_type = $t"
+        rows = self._q(
+            "CALL QUERY_FTS_INDEX('Engram', 'engram_fts', $q) WITH node, score "
+            f"{where} RETURN node.id, score ORDER BY score DESC, node.id LIMIT $k",
+            {"q": " ".join(tokens), "k": int(k), **({"t": memory_type} if memory_type else {})},
+        )
+        return [(r[0], float(r[1])) for r in rows]
+
+    def _scan_text(
+        self, tokens: list[str], k: int, memory_type: str | None
+    ) -> list[tuple[str, float]]:
+        text = "lower(e.content + ' ' + e.summary + ' ' + e.tags_text)"
+        params: dict[str, Any] = {f"w{i}": tok for i, tok in enumerate(tokens)}
+        # Only the number of slots shapes the query; the words themselves are parameters.
+        match = " OR ".join(f"{text} CONTAINS $w{i}" for i in range(len(tokens)))
+        where = f"({match})"
+        if memory_type is not None:
+            where += " AND e.memory_type = $t"
+            params["t"] = memory_type
+        rows = self._q(
+            f"MATCH (e:Engram) WHERE {where} RETURN e.id, e.content, e.summary, e.tags_text",
+            params,
+        )
+        docs = {r[0]: f"{r[1]} {r[2]} {r[3]}" for r in rows}
+        return bm25(tokens, docs)[:k]
+
+    # -- cues and edges ---------------------------------------------------------------------
+    def get_cues(self, names: Sequence[str]) -> list[Cue]:
+        """Stored cues whose normalised name is in ``names``."""
+        keys = dict.fromkeys(normalise_cue_name(n) for n in names)
+        return [self.cues_by_key[key] for key in keys if key in self.cues_by_key]
+
+    def cue_vector_search(self, embedding: np.ndarray, k: int) -> list[tuple[Cue, float]]:
+        """Top-k cues by cosine, from the in-process cue cache."""
+        by_id = {c.id: c for c in self.cues_by_key.values()}
+        return [(by_id[i], s) for i, s in self.cue_cache.search(embedding, k) if i in by_id]
+
+    def engrams_for_cues(
+        self, cue_ids: Sequence[str], limit_per_cue: int
+    ) -> dict[str, list[tuple[str, float]]]:
+        """Up to ``limit_per_cue`` most important engrams per cue."""
+        out: dict[str, list[tuple[str, float]]] = {}
+        for cid in dict.fromkeys(cue_ids):
+            rows = self._q(
+                "MATCH (e:Engram)-[r:EncodedBy]->(c:Cue {id: $c}) RETURN e.id, r.strength "
+                "ORDER BY e.importance DESC, e.id LIMIT $n",
+                {"c": cid, "n": max(0, int(limit_per_cue))},
+            )
+            out[cid] = [(r[0], float(r[1])) for r in rows]
+        return out
+
+    def cue_degrees(self, cue_ids: Sequence[str]) -> dict[str, int]:
+        """Number of engrams each cue encodes."""
+        rows = self._q(
+            "UNWIND $ids AS i MATCH (e:Engram)-[:EncodedBy]->(c:Cue {id: i}) RETURN c.id, count(e)",
+            {"ids": list(dict.fromkeys(cue_ids))},
+        )
+        degrees = dict.fromkeys(cue_ids, 0)
+        degrees.update({r[0]: int(r[1]) for r in rows})
+        return degrees
+
+    def cues_of(self, engram_ids: Sequence[str]) -> list[Link]:
+        """The EncodedBy edges of these engrams."""
+        rows = self._q(
+            "UNWIND $ids AS i MATCH (e:Engram {id: i})-[r:EncodedBy]->(c:Cue) "
+            "RETURN e.id, c.id, r.strength",
+            {"ids": list(dict.fromkeys(engram_ids))},
+        )
+        return [Link(r[0], r[1], float(r[2])) for r in rows]
+
+    def associations_of(
+        self, engram_ids: Sequence[str], limit_per_engram: int
+    ) -> list[Association]:
+        """AssociatedWith edges touching these engrams, strongest per engram and direction."""
+        ids = list(dict.fromkeys(engram_ids))
+        found: dict[tuple[str, str, str], Association] = {}
+        for end in ("a", "b"):
+            rows = self._q(
+                f"UNWIND $ids AS i MATCH (a:Engram)-[r:AssociatedWith]->(b:Engram) "
+                f"WHERE {end}.id = i RETURN i, a.id, b.id, r.strength, r.relation_type, "
+                "r.created_at ORDER BY r.strength DESC",
+                {"ids": ids},
+            )
+            taken: dict[str, int] = defaultdict(int)
+            for anchor, src, dst, strength, rel, created in rows:
+                if taken[anchor] >= limit_per_engram:
+                    continue
+                taken[anchor] += 1
+                found[(src, dst, rel)] = Association(
+                    src, dst, float(strength), rel, ts_out(created) if created else None
+                )
+        return list(found.values())
+
+    # -- streams --------------------------------------------------------------------------------
+    def iter_engrams(self, batch_size: int = 1000) -> Iterator[Engram]:
+        """Every engram with its embedding, ordered by id, fetched in pages."""
+        for rows in self._pages("Engram", "e", ENGRAM_FIELDS, max(1, batch_size)):
+            yield from (engram_from_row(r) for r in rows)
+
+    def iter_cues(self) -> Iterator[Cue]:
+        """Every cue, ordered by id."""
+        for rows in self._pages("Cue", "c", CUE_FIELDS):
+            for r in rows:
+                yield Cue(r[0], r[1], r[2], vec_out(r[3]))
+
+    def iter_links(self) -> Iterator[Link]:
+        """Every EncodedBy edge."""
+        for r in self._stream(
+            "MATCH (e:Engram)-[r:EncodedBy]->(c:Cue) RETURN e.id, c.id, r.strength"
+        ):
+            yield Link(r[0], r[1], float(r[2]))
+
+    def iter_associations(self) -> Iterator[Association]:
+        """Every AssociatedWith edge."""
+        for r in self._stream(
+            "MATCH (a:Engram)-[r:AssociatedWith]->(b:Engram) "
+            "RETURN a.id, b.id, r.strength, r.relation_type, r.created_at"
+        ):
+            yield Association(r[0], r[1], float(r[2]), r[3], ts_out(r[4]) if r[4] else None)
+
+    def iter_cooccurrences(self) -> Iterator[CoOccurrence]:
+        """Every CoOccurs edge."""
+        for r in self._stream("MATCH (a:Cue)-[r:CoOccurs]->(b:Cue) RETURN a.id, b.id, r.strength"):
+            yield CoOccurrence(r[0], r[1], float(r[2]))

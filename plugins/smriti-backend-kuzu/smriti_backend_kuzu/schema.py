@@ -1,0 +1,77 @@
+"""Kùzu schema and its migrations, applied in order and recorded in ``Meta``.
+
+Each migration is a list of idempotent statements (``IF NOT EXISTS``), so a store made
+by any older version of this plugin opens and is brought up to date, and a crash in
+the middle of a migration is repaired by the next open.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SCHEMA_VERSION_KEY = "schema_version"
+
+#: (version, statements). Never edit a released migration; append a new one.
+MIGRATIONS: list[tuple[int, list[str]]] = [
+    (
+        1,
+        [
+            "CREATE NODE TABLE IF NOT EXISTS Meta(key STRING, value STRING, PRIMARY KEY(key))",
+            "CREATE NODE TABLE IF NOT EXISTS Engram(id STRING, content STRING, summary STRING, "
+            "memory_type STRING, importance DOUBLE, access_count INT64, created_at TIMESTAMP, "
+            "last_accessed_at TIMESTAMP, decay_factor DOUBLE, embedding STRING, source STRING, "
+            "tags STRING[], PRIMARY KEY(id))",
+            "CREATE NODE TABLE IF NOT EXISTS Cue(id STRING, name STRING, cue_type STRING, "
+            "embedding STRING, PRIMARY KEY(id))",
+            "CREATE REL TABLE IF NOT EXISTS EncodedBy(FROM Engram TO Cue, strength DOUBLE, "
+            "created_at TIMESTAMP)",
+            "CREATE REL TABLE IF NOT EXISTS AssociatedWith(FROM Engram TO Engram, "
+            "strength DOUBLE, relation_type STRING, created_at TIMESTAMP)",
+            "CREATE REL TABLE IF NOT EXISTS CoOccurs(FROM Cue TO Cue, strength DOUBLE)",
+        ],
+    ),
+    (
+        2,
+        [
+            # Leiden cluster per engram; -1 means unassigned.
+            "ALTER TABLE Engram ADD IF NOT EXISTS cluster_id INT64 DEFAULT -1",
+            # Tags as one string, so the FTS index (STRING columns only) can cover them.
+            "ALTER TABLE Engram ADD IF NOT EXISTS tags_text STRING DEFAULT ''",
+            "MATCH (e:Engram) WHERE e.tags IS NOT NULL SET e.tags_text = list_reduce("
+            "list_transform(e.tags, x -> ' ' + x), (a, b) -> a + b)",
+        ],
+    ),
+]
+
+CURRENT_VERSION = MIGRATIONS[-1][0]
+
+
+def stored_version(conn: Any) -> int:
+    """The schema version recorded in the store (0 for a new or pre-Meta store)."""
+    tables = {row[1] for row in conn.execute("CALL SHOW_TABLES() RETURN *").get_all()}
+    if "Meta" not in tables:
+        return 0
+    rows = conn.execute(
+        "MATCH (m:Meta {key: $k}) RETURN m.value", {"k": SCHEMA_VERSION_KEY}
+    ).get_all()
+    return int(rows[0][0]) if rows else 0
+
+
+def migrate(conn: Any, target: int = CURRENT_VERSION) -> list[int]:
+    """Apply the migrations newer than the stored version up to ``target``.
+
+    Returns the versions applied (empty when the store is current).
+    """
+    current = stored_version(conn)
+    applied: list[int] = []
+    for version, statements in MIGRATIONS:
+        if version <= current or version > target:
+            continue
+        for statement in statements:
+            conn.execute(statement)
+        conn.execute(
+            "MERGE (m:Meta {key: $k}) SET m.value = $v",
+            {"k": SCHEMA_VERSION_KEY, "v": str(version)},
+        )
+        applied.append(version)
+    return applied

@@ -1,0 +1,340 @@
+"""Write half of the Kùzu backend: add_memory, updates, deletes, import and indexes.
+
+Every write converts and validates its input first, then runs in one transaction, and
+updates the in-process caches only after the commit, so a failure leaves neither the
+database nor the caches half-changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import permutations
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from smriti.logs import get_logger
+from smriti.model import (
+    Association,
+    CoOccurrence,
+    Cue,
+    Engram,
+    EngramUpdate,
+    Link,
+    as_vector,
+    normalise_cue_name,
+    utcnow,
+)
+from smriti.storage import StoredMemory, batched
+from smriti_backend_kuzu.codec import (
+    ENGRAM_CREATE,
+    ENGRAM_SET,
+    cue_params,
+    engram_params,
+    ts_in,
+    vec_literal,
+    vec_out,
+)
+
+if TYPE_CHECKING:
+    from smriti_backend_kuzu.backend import KuzuBackend as _Self
+else:
+    _Self = object
+
+log = get_logger(__name__)
+
+BATCH = 2000
+FTS_INDEX = "engram_fts"
+VECTOR_INDEX = "engram_vec"
+
+_LINK = (
+    "UNWIND $rows AS r MATCH (e:Engram {id: r.e}), (c:Cue {id: r.c}) "
+    "MERGE (e)-[x:EncodedBy]->(c) ON CREATE SET x.strength = r.s, x.created_at = r.ts "
+    "ON MATCH SET x.strength = r.s"
+)
+_ASSOC = (
+    "UNWIND $rows AS r MATCH (a:Engram {id: r.a}), (b:Engram {id: r.b}) "
+    "MERGE (a)-[x:AssociatedWith]->(b) ON CREATE SET x.strength = r.s, "
+    "x.relation_type = r.t, x.created_at = r.ts ON MATCH SET x.strength = r.s, "
+    "x.relation_type = r.t"
+)
+_COOCCUR_INC = (
+    "UNWIND $rows AS r MATCH (a:Cue {id: r.a}), (b:Cue {id: r.b}) "
+    "MERGE (a)-[x:CoOccurs]->(b) ON CREATE SET x.strength = 1.0 "
+    "ON MATCH SET x.strength = x.strength + 1.0"
+)
+_COOCCUR_SET = (
+    "UNWIND $rows AS r MATCH (a:Cue {id: r.a}), (b:Cue {id: r.b}) "
+    "MERGE (a)-[x:CoOccurs]->(b) ON CREATE SET x.strength = r.s ON MATCH SET x.strength = r.s"
+)
+_CUE_CREATE_ROW = (
+    "CREATE (:Cue {id: r.id, name: r.name, cue_type: r.cue_type, embedding: r.embedding})"
+)
+_CUE_CREATE = "UNWIND $rows AS r " + _CUE_CREATE_ROW
+_CUE_SET = "e.name = r.name, e.cue_type = r.cue_type, e.embedding = r.embedding"
+_UPDATABLE = ("access_count", "last_accessed_at", "decay_factor", "cluster_id", "importance")
+
+
+class WritesMixin(_Self):  # type: ignore[misc,valid-type]
+    """add_memory, update/delete, import_records, ensure_indexes and meta writes."""
+
+    # -- cue bookkeeping --------------------------------------------------------------
+    def remember_cues(self, cues: Iterable[Cue]) -> None:
+        """Add committed cues to the name map and the cue vector cache."""
+        rows = []
+        for cue in cues:
+            key = normalise_cue_name(cue.name)
+            old = self.cues_by_key.get(key)
+            if old is not None and old.id != cue.id:
+                self.cue_cache.remove([old.id])
+            self.cues_by_key[key] = cue
+            if cue.embedding is not None:
+                rows.append((cue.id, cue.embedding, 0))
+        self.cue_cache.put_many(rows)
+
+    def forget_cues(self, ids: set[str]) -> None:
+        """Drop deleted cues from the name map and the cue cache."""
+        for key in [k for k, c in self.cues_by_key.items() if c.id in ids]:
+            del self.cues_by_key[key]
+        self.cue_cache.remove(ids)
+
+    def _resolve_cues(self, cues: Sequence[Cue]) -> tuple[list[Cue], list[Cue]]:
+        """(cues as stored for this memory, the new ones to create), merged by name."""
+        stored: dict[str, Cue] = {}
+        new: list[Cue] = []
+        for cue in cues:
+            key = normalise_cue_name(cue.name)
+            if key in stored:
+                continue
+            existing = self.cues_by_key.get(key)
+            if existing is None:
+                emb = None if cue.embedding is None else as_vector(cue.embedding)
+                if emb is not None:
+                    self.cue_cache.check_dims(emb)
+                existing = Cue(cue.id, cue.name, cue.cue_type, emb)
+                new.append(existing)
+            stored[key] = existing
+        return list(stored.values()), new
+
+    # -- add_memory ---------------------------------------------------------------------
+    def add_memory(
+        self, engram: Engram, cues: Sequence[Cue], associations: Sequence[Association]
+    ) -> StoredMemory:
+        """Store one memory atomically (see StorageBackend.add_memory)."""
+        vector = None if engram.embedding is None else as_vector(engram.embedding)
+        if vector is not None and self.engram_cache is not None:
+            self.engram_cache.check_dims(vector)
+        row = engram_params(engram)
+        with self._write_lock:
+            stored_cues, new_cues = self._resolve_cues(cues)
+            ids = [c.id for c in stored_cues]
+            pairs = [{"a": a, "b": b} for a, b in permutations(ids, 2)]
+            ts = row["created_at"]
+            assoc_rows = [self._assoc_row(a) for a in associations]
+            with self._errors(), self._write() as conn:
+                conn.execute(f"UNWIND $rows AS r {ENGRAM_CREATE}", {"rows": [row]})
+                if new_cues:
+                    conn.execute(_CUE_CREATE, {"rows": [cue_params(c) for c in new_cues]})
+                if ids:
+                    conn.execute(
+                        "MATCH (e:Engram {id: $e}) UNWIND $ids AS cid MATCH (c:Cue {id: cid}) "
+                        "CREATE (e)-[:EncodedBy {strength: 1.0, created_at: $ts}]->(c)",
+                        {"e": engram.id, "ids": ids, "ts": ts},
+                    )
+                if pairs:
+                    conn.execute(_COOCCUR_INC, {"rows": pairs})
+                if assoc_rows:
+                    conn.execute(_ASSOC, {"rows": assoc_rows})
+                if vector is not None and self.vector_index_dims == vector.shape[0]:
+                    self._index_vectors(conn, [(engram.id, vector)])
+            self.remember_cues(new_cues)
+            if vector is not None and self.engram_cache is not None:
+                self.engram_cache.put_many([(engram.id, vector, self.label(engram.memory_type))])
+        return StoredMemory(engram=engram, cues=stored_cues)
+
+    @staticmethod
+    def _assoc_row(a: Association) -> dict[str, Any]:
+        return {
+            "a": a.source_id,
+            "b": a.target_id,
+            "s": float(a.strength),
+            "t": a.relation_type,
+            "ts": ts_in(a.created_at or utcnow()),
+        }
+
+    # -- updates and deletes ------------------------------------------------------------
+    def update_engrams(self, updates: Sequence[EngramUpdate]) -> None:
+        """Apply partial updates, one UNWIND per field and batch."""
+        for batch in batched(updates, BATCH):
+            per_field: dict[str, list[dict[str, Any]]] = {f: [] for f in _UPDATABLE}
+            for u in batch:
+                for f in _UPDATABLE:
+                    value = getattr(u, f)
+                    if value is not None:
+                        value = ts_in(value) if f == "last_accessed_at" else value
+                        per_field[f].append({"id": u.id, "v": value})
+            with self._errors(), self._write() as conn:
+                for f, rows in per_field.items():
+                    if rows:
+                        conn.execute(
+                            f"UNWIND $rows AS r MATCH (e:Engram {{id: r.id}}) SET e.{f} = r.v",
+                            {"rows": rows},
+                        )
+
+    def delete_engrams(self, ids: Sequence[str]) -> int:
+        """Delete engrams with their edges; returns how many existed."""
+        unique = list(dict.fromkeys(ids))
+        deleted: list[str] = []
+        with self._write_lock:
+            for batch in batched(unique, BATCH):
+                with self._errors(), self._write() as conn:
+                    rows = conn.execute(
+                        "UNWIND $ids AS i MATCH (e:Engram {id: i}) RETURN e.id", {"ids": batch}
+                    ).get_all()
+                    found = [r[0] for r in rows]
+                    if found:
+                        conn.execute(
+                            "UNWIND $ids AS i MATCH (e:Engram {id: i}) DETACH DELETE e",
+                            {"ids": found},
+                        )
+                        self._unindex_vectors(conn, found)
+                deleted.extend(found)
+            if self.engram_cache is not None:
+                self.engram_cache.remove(deleted)
+        return len(deleted)
+
+    def delete_orphan_cues(self) -> int:
+        """Delete cues no engram is EncodedBy, with their CoOccurs edges."""
+        with self._write_lock, self._errors(), self._write() as conn:
+            rows = conn.execute(
+                "MATCH (c:Cue) WHERE NOT EXISTS { MATCH (:Engram)-[:EncodedBy]->(c) } RETURN c.id"
+            ).get_all()
+            ids = [r[0] for r in rows]
+            if ids:
+                conn.execute("UNWIND $ids AS i MATCH (c:Cue {id: i}) DETACH DELETE c", {"ids": ids})
+        self.forget_cues(set(ids))
+        return len(ids)
+
+    # -- import -------------------------------------------------------------------------
+    def import_records(
+        self,
+        engrams: Sequence[Engram],
+        cues: Sequence[Cue],
+        links: Sequence[Link],
+        associations: Sequence[Association],
+        cooccurrences: Sequence[CoOccurrence],
+    ) -> None:
+        """Bulk-load records with their ids, in one transaction; existing ids replaced."""
+        erows = [engram_params(e) for e in engrams]
+        vectors = [(e.id, as_vector(e.embedding)) for e in engrams if e.embedding is not None]
+        crows = [cue_params(c) for c in cues]
+        now = ts_in(utcnow())
+        lrows = [
+            {"e": x.engram_id, "c": x.cue_id, "s": float(x.strength), "ts": now} for x in links
+        ]
+        arows = [self._assoc_row(a) for a in associations]
+        orows = [
+            {"a": c.source_id, "b": c.target_id, "s": float(c.strength)} for c in cooccurrences
+        ]
+        with self._write_lock:
+            with self._errors(), self._write() as conn:
+                for batch in batched(erows, BATCH):
+                    self._upsert(conn, "Engram", batch, ENGRAM_CREATE, ENGRAM_SET)
+                for batch in batched(crows, BATCH):
+                    self._upsert(conn, "Cue", batch, _CUE_CREATE_ROW, _CUE_SET)
+                for query, rows in ((_LINK, lrows), (_ASSOC, arows), (_COOCCUR_SET, orows)):
+                    for batch in batched(rows, BATCH):
+                        conn.execute(query, {"rows": batch})
+                if self.vector_index_dims:
+                    self._unindex_vectors(conn, [key for key, _ in vectors])
+                    dims = self.vector_index_dims
+                    self._index_vectors(conn, [(k, v) for k, v in vectors if v.shape[0] == dims])
+            self._after_import(engrams, cues, vectors)
+
+    def _upsert(
+        self, conn: Any, table: str, rows: list[dict[str, Any]], create: str, update: str
+    ) -> None:
+        found = conn.execute(
+            f"UNWIND $ids AS i MATCH (e:{table} {{id: i}}) RETURN e.id",
+            {"ids": [r["id"] for r in rows]},
+        ).get_all()
+        existing = {r[0] for r in found}
+        fresh = [r for r in rows if r["id"] not in existing]
+        if fresh:
+            conn.execute(f"UNWIND $rows AS r {create}", {"rows": fresh})
+        if existing:
+            replaced = [r for r in rows if r["id"] in existing]
+            conn.execute(
+                f"UNWIND $rows AS r MATCH (e:{table} {{id: r.id}}) SET {update}",
+                {"rows": replaced},
+            )
+
+    def _after_import(
+        self, engrams: Sequence[Engram], cues: Sequence[Cue], vectors: list[tuple[str, Any]]
+    ) -> None:
+        stored = [Cue(c.id, c.name, c.cue_type, vec_out(cue_params(c)["embedding"])) for c in cues]
+        self.forget_cues({c.id for c in stored})
+        self.remember_cues(stored)
+        if self.engram_cache is not None:
+            types = {e.id: e.memory_type for e in engrams}
+            self.engram_cache.remove([e.id for e in engrams if e.embedding is None])
+            self.engram_cache.put_many((k, v, self.label(types[k])) for k, v in vectors)
+
+    # -- vector index table (used only when the cache is off; see README) ----------------
+    def _index_vectors(self, conn: Any, vectors: list[tuple[str, np.ndarray]]) -> None:
+        if not vectors or not self.vector_index_dims:
+            return
+        dims = self.vector_index_dims
+        for batch in batched(vectors, BATCH):
+            conn.execute(
+                "UNWIND $rows AS r CREATE (:EngramVec "
+                f"{{id: r.id, vec: CAST(r.v AS FLOAT[{dims}])}})",
+                {"rows": [{"id": k, "v": vec_literal(v)} for k, v in batch]},
+            )
+
+    def _unindex_vectors(self, conn: Any, ids: list[str]) -> None:
+        if ids and self.vector_index_dims:
+            conn.execute("UNWIND $ids AS i MATCH (v:EngramVec {id: i}) DELETE v", {"ids": ids})
+
+    def ensure_indexes(self, dims: int, min_engrams: int) -> list[str]:
+        """Full-text index above ``min_engrams``; HNSW too when the vector cache is off."""
+        if self.count_engrams() <= min_engrams:
+            return []
+        created: list[str] = []
+        with self._write_lock, self._errors():
+            existing = self.index_names()
+            if FTS_INDEX not in existing:
+                self._conn().execute(
+                    f"CALL CREATE_FTS_INDEX('Engram', '{FTS_INDEX}', "
+                    "['content', 'summary', 'tags_text'])"
+                )
+                created.append(FTS_INDEX)
+            if self.engram_cache is None and VECTOR_INDEX not in existing:
+                self._create_vector_index(int(dims))
+                created.append(VECTOR_INDEX)
+        if created:
+            log.info("kuzu indexes created", path=str(self.path), indexes=created)
+        return created
+
+    def _create_vector_index(self, dims: int) -> None:
+        conn = self._conn()
+        conn.execute(
+            f"CREATE NODE TABLE IF NOT EXISTS EngramVec(id STRING, vec FLOAT[{dims}], "
+            "PRIMARY KEY(id))"
+        )
+        conn.execute("MATCH (v:EngramVec) DELETE v")
+        self.vector_index_dims = dims
+        for page in self.embedding_pages():
+            self._index_vectors(conn, [(k, v) for k, v, _ in page if v.shape[0] == dims])
+        conn.execute(
+            f"CALL CREATE_VECTOR_INDEX('EngramVec', '{VECTOR_INDEX}', 'vec', metric := 'cosine')"
+        )
+        self.set_meta("vector_index_dims", str(dims))
+
+    # -- metadata -------------------------------------------------------------------------
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a per-user metadata value."""
+        with self._write_lock, self._errors():
+            self._conn().execute(
+                "MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value}
+            )

@@ -1,0 +1,343 @@
+"""The backup-provider conformance suite: one test per clause of the BackupProvider contract.
+
+Subclass :class:`BackupProviderTests` and override two fixtures:
+
+- ``provider_factory`` returns ``make(overrides=None, user="alice") -> BackupProvider``.
+  Every provider made by one factory talks to the same remote (bare repository,
+  bucket, ...); ``overrides`` are settings overrides (``Settings.from_env`` keyword
+  arguments). The suite passes a different ``storage_location`` to play "another
+  machine". The fixture owns cleanup.
+- ``unreachable_overrides`` returns settings overrides that point the provider at a
+  remote that cannot be reached (a closed port, a missing path).
+
+Example::
+
+    class TestMyProvider(BackupProviderTests):
+        @pytest.fixture
+        def provider_factory(self, tmp_path, my_server):
+            def make(overrides=None, user="alice"):
+                settings = Settings.from_env({}, storage_location=str(tmp_path / "home"),
+                                             **{"my_url": my_server.url, **(overrides or {})})
+                return MyProvider(settings, user)
+            return make
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from smriti.backup import BackupProvider, SyncReport
+from smriti.errors import BackupError
+
+MakeProvider = Callable[..., BackupProvider]
+SNAPSHOT = "memory.jsonl"
+
+
+def write_snapshot(directory: Path, files: dict[str, bytes]) -> Path:
+    """Create ``directory`` holding exactly ``files`` (name → bytes); return it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for old in directory.iterdir():
+        old.unlink()
+    for name, data in files.items():
+        (directory / name).write_bytes(data)
+    return directory
+
+
+def read_dir(directory: Path) -> dict[str, bytes]:
+    """The regular files of ``directory`` as name → bytes."""
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file()}
+
+
+def _jsonl(tag: str, lines: int = 50) -> bytes:
+    rows = [
+        f'{{"kind":"engram","id":"e{i:05d}","content":"{tag} {i} ünïcode"}}\n' for i in range(lines)
+    ]
+    return "".join(rows).encode("utf-8")
+
+
+class BackupProviderTests:
+    """Base class of backup-provider conformance tests (langchain-tests style)."""
+
+    #: Size of the large-snapshot test file (above boto3's default multipart threshold).
+    large_snapshot_bytes: ClassVar[int] = 9 * 1024 * 1024
+
+    # -- fixtures ------------------------------------------------------------------------
+    @pytest.fixture
+    def provider_factory(self) -> MakeProvider:
+        """Return ``make(overrides=None, user="alice")``; subclasses override."""
+        raise NotImplementedError("override the provider_factory fixture")
+
+    @pytest.fixture
+    def unreachable_overrides(self) -> dict[str, Any]:
+        """Settings overrides that point at an unreachable remote; subclasses override."""
+        raise NotImplementedError("override the unreachable_overrides fixture")
+
+    @pytest.fixture
+    def provider(self, provider_factory: MakeProvider) -> BackupProvider:
+        """A provider for user ``alice`` on the shared remote."""
+        return provider_factory()
+
+    @pytest.fixture
+    def other_machine(self, provider_factory: MakeProvider, tmp_path: Path) -> BackupProvider:
+        """A provider for ``alice`` with its own local state, on the same remote."""
+        return provider_factory({"storage_location": str(tmp_path / "other-machine")})
+
+    # -- tests ---------------------------------------------------------------------------
+    def test_restore_from_an_empty_remote_returns_false(
+        self, provider: BackupProvider, tmp_path: Path
+    ) -> None:
+        target = tmp_path / "restore"
+        target.mkdir()
+        assert provider.restore(target) is False
+        assert read_dir(target) == {}, "restore from an empty remote wrote files"
+
+    def test_push_then_restore_round_trips_bytes(
+        self, provider: BackupProvider, other_machine: BackupProvider, tmp_path: Path
+    ) -> None:
+        files = {SNAPSHOT: _jsonl("first"), "extra.bin": bytes(range(256)) * 64}
+        report = provider.push(write_snapshot(tmp_path / "snap", files))
+        assert isinstance(report, SyncReport)
+        assert report.provider == provider.name
+        assert sorted(Path(p).name for p in report.pushed) == sorted(files)
+        target = tmp_path / "restore"
+        target.mkdir()
+        assert other_machine.restore(target) is True
+        assert read_dir(target) == files
+
+    def test_second_push_without_change_uploads_nothing(
+        self, provider: BackupProvider, tmp_path: Path
+    ) -> None:
+        snap = write_snapshot(tmp_path / "snap", {SNAPSHOT: _jsonl("same")})
+        assert provider.push(snap).pushed
+        again = provider.push(write_snapshot(tmp_path / "snap2", {SNAPSHOT: _jsonl("same")}))
+        assert again.pushed == [], f"an unchanged snapshot was uploaded again: {again}"
+        assert again.skipped >= 1
+
+    def test_unchanged_push_from_a_fresh_provider_uploads_nothing(
+        self, provider: BackupProvider, other_machine: BackupProvider, tmp_path: Path
+    ) -> None:
+        provider.push(write_snapshot(tmp_path / "snap", {SNAPSHOT: _jsonl("same")}))
+        again = other_machine.push(write_snapshot(tmp_path / "s2", {SNAPSHOT: _jsonl("same")}))
+        assert again.pushed == [], "the remote already held these bytes"
+
+    def test_changed_snapshot_replaces_the_previous_one(
+        self, provider: BackupProvider, other_machine: BackupProvider, tmp_path: Path
+    ) -> None:
+        provider.push(write_snapshot(tmp_path / "snap", {SNAPSHOT: _jsonl("old")}))
+        report = provider.push(write_snapshot(tmp_path / "snap", {SNAPSHOT: _jsonl("new")}))
+        assert [Path(p).name for p in report.pushed] == [SNAPSHOT]
+        target = tmp_path / "restore"
+        target.mkdir()
+        assert other_machine.restore(target) is True
+        assert read_dir(target) == {SNAPSHOT: _jsonl("new")}
+
+    def test_two_machines_take_turns(
+        self, provider: BackupProvider, other_machine: BackupProvider, tmp_path: Path
+    ) -> None:
+        provider.push(write_snapshot(tmp_path / "a", {SNAPSHOT: _jsonl("from a")}))
+        other_machine.push(write_snapshot(tmp_path / "b", {SNAPSHOT: _jsonl("from b")}))
+        provider.push(write_snapshot(tmp_path / "a", {SNAPSHOT: _jsonl("from a again")}))
+        target = tmp_path / "restore"
+        target.mkdir()
+        assert other_machine.restore(target) is True
+        assert read_dir(target) == {SNAPSHOT: _jsonl("from a again")}
+
+    def test_users_do_not_see_each_others_snapshots(
+        self, provider_factory: MakeProvider, tmp_path: Path
+    ) -> None:
+        alice = provider_factory(user="alice")
+        bob = provider_factory({"storage_location": str(tmp_path / "bob-home")}, user="bob")
+        alice.push(write_snapshot(tmp_path / "snap", {SNAPSHOT: _jsonl("alice only")}))
+        target = tmp_path / "restore"
+        target.mkdir()
+        assert bob.restore(target) is False
+        assert read_dir(target) == {}
+
+    def test_large_snapshot_round_trips(
+        self, provider: BackupProvider, other_machine: BackupProvider, tmp_path: Path
+    ) -> None:
+        data = os.urandom(self.large_snapshot_bytes)
+        provider.push(write_snapshot(tmp_path / "snap", {SNAPSHOT: data}))
+        again = provider.push(write_snapshot(tmp_path / "snap", {SNAPSHOT: data}))
+        assert again.pushed == [], "a large unchanged snapshot was uploaded again"
+        target = tmp_path / "restore"
+        target.mkdir()
+        assert other_machine.restore(target) is True
+        got = (target / SNAPSHOT).read_bytes()
+        assert hashlib.sha256(got).digest() == hashlib.sha256(data).digest()
+
+    def test_unreachable_remote_raises_backup_error_on_push(
+        self,
+        provider_factory: MakeProvider,
+        unreachable_overrides: dict[str, Any],
+        tmp_path: Path,
+    ) -> None:
+        broken = provider_factory(unreachable_overrides)
+        with pytest.raises(BackupError) as info:
+            broken.push(write_snapshot(tmp_path / "snap", {SNAPSHOT: _jsonl("x")}))
+        assert str(info.value).strip(), "BackupError without a message"
+
+    def test_unreachable_remote_raises_backup_error_on_restore(
+        self,
+        provider_factory: MakeProvider,
+        unreachable_overrides: dict[str, Any],
+        tmp_path: Path,
+    ) -> None:
+        broken = provider_factory(unreachable_overrides)
+        target = tmp_path / "restore"
+        target.mkdir()
+        with pytest.raises(BackupError):
+            broken.restore(target)
+        assert read_dir(target) == {}
+
+    def test_close_is_safe_twice(self, provider: BackupProvider) -> None:
+        provider.close()
+        provider.close()
+
+
+# -- the same contract through the real Engine ---------------------------------------------
+TOPICS = (
+    "python programming language interpreter",
+    "espresso coffee brewing grinder",
+    "mountain hiking trail summit",
+    "jazz music saxophone concert",
+    "garden tomatoes compost watering",
+    "sailing boat wind harbour",
+    "chess opening endgame tactics",
+    "bread baking sourdough oven",
+)
+
+
+def memory_texts(n: int) -> list[str]:
+    """``n`` distinct memory texts in a few topics, similar enough to be associated."""
+    out = []
+    for i in range(n):
+        topic = TOPICS[i % len(TOPICS)]
+        out.append(f"note {i}: about {topic}, detail {i % 13} and {topic.split()[i % 3]}")
+    return out
+
+
+class EngineBackupTests:
+    """End-to-end backup tests through a real Engine (store, consolidate, sync, restore).
+
+    Override ``backup_plugin`` (the plugin module to register), ``backup_overrides``
+    (settings overrides selecting and configuring the provider) and
+    ``unreachable_backup_overrides``. ``storage_plugin`` defaults to the Kùzu backend.
+    """
+
+    #: Memories stored by the round-trip test.
+    memories: ClassVar[int] = 1000
+
+    @pytest.fixture
+    def backup_plugin(self) -> Any:
+        """The backup plugin module to register; subclasses override."""
+        raise NotImplementedError("override the backup_plugin fixture")
+
+    @pytest.fixture
+    def backup_overrides(self) -> dict[str, Any]:
+        """Settings overrides that select and configure the provider; subclasses override."""
+        raise NotImplementedError("override the backup_overrides fixture")
+
+    @pytest.fixture
+    def unreachable_backup_overrides(self, backup_overrides: dict[str, Any]) -> dict[str, Any]:
+        """Overrides pointing the provider at an unreachable remote; subclasses override."""
+        raise NotImplementedError("override the unreachable_backup_overrides fixture")
+
+    @pytest.fixture
+    def storage_plugin(self) -> Any:
+        """The storage plugin module (default: Kùzu, skipped when not installed)."""
+        return pytest.importorskip("smriti_backend_kuzu.plugin")
+
+    @pytest.fixture
+    def make_engine(
+        self, tmp_path: Path, storage_plugin: Any, backup_plugin: Any
+    ) -> Callable[..., Any]:
+        """``make_engine(overrides) -> Engine`` (unopened) with both plugins registered."""
+        from smriti.config import Settings
+        from smriti.engine.core import Engine
+        from smriti.plugins import create_plugin_manager
+
+        def make(overrides: dict[str, Any]) -> Any:
+            pm, _ = create_plugin_manager(load_entry_points=False, environ={})
+            pm.register(storage_plugin)
+            pm.register(backup_plugin)
+            base = {
+                "accessing_user": "alice",
+                "storage_location": str(tmp_path / "home"),
+                "consolidation_interval": 0,
+                "backup_sync_interval": 0,
+                "embedder": "lexical",
+                "cue_extractor": "heuristic",
+            }
+            settings = Settings.from_env({}, **{**base, **overrides})
+            return Engine.from_settings(settings, pm)
+
+        return make
+
+    def test_restore_after_losing_the_local_store_is_exact(
+        self, make_engine: Callable[..., Any], backup_overrides: dict[str, Any]
+    ) -> None:
+        import shutil
+
+        from smriti.portable import canonical_hash
+
+        with make_engine(backup_overrides) as engine:
+            for text in memory_texts(self.memories):
+                engine.store(text, importance=0.6, tags="backup,test", source="suite")
+            engine.consolidate()
+            stats = engine.stats()
+            report = engine.sync()
+            assert report.pushed, f"the first sync pushed nothing: {report}"
+            before = canonical_hash(engine)
+            user_dir = engine.settings.user_dir()
+        assert stats["associations"] > 0, "the test texts produced no associations"
+        shutil.rmtree(user_dir)
+        with make_engine(backup_overrides) as restored:
+            assert restored.backend.count_engrams() == self.memories
+            assert canonical_hash(restored) == before
+            assert restored.stats() == stats
+            assert restored.recall("espresso coffee grinder", limit=3)
+            assert restored.sync().pushed == [], "a freshly restored store was pushed again"
+
+    def test_two_syncs_without_change_upload_nothing(
+        self, make_engine: Callable[..., Any], backup_overrides: dict[str, Any]
+    ) -> None:
+        with make_engine(backup_overrides) as engine:
+            for text in memory_texts(20):
+                engine.store(text)
+            assert engine.sync().pushed
+            assert engine.sync().pushed == []
+            assert engine.sync().pushed == []
+            engine.store("one more memory about sailing")
+            assert engine.sync().pushed, "a changed store was not pushed"
+
+    def test_unreachable_remote_keeps_the_engine_serving(
+        self,
+        make_engine: Callable[..., Any],
+        unreachable_backup_overrides: dict[str, Any],
+    ) -> None:
+        from structlog.testing import capture_logs
+
+        with capture_logs() as logs:
+            engine = make_engine(unreachable_backup_overrides).open()
+            try:
+                for text in memory_texts(10):
+                    engine.store(text)
+                with pytest.raises(BackupError):
+                    engine.sync()
+                assert engine.dirty.is_set(), "a failed sync must leave the store dirty"
+                assert len(engine.recall("espresso coffee", limit=20)) > 0
+                assert engine.backend.count_engrams() == 10
+            finally:
+                engine.close()
+        errors = [e for e in logs if e.get("log_level") == "error"]
+        assert any("restore failed" in e["event"] for e in errors), errors
+        assert any("final backup failed" in e["event"] for e in errors), errors
+        with make_engine({"backup_type": "none"}) as again:
+            assert again.backend.count_engrams() == 10, "local memories were lost"
