@@ -70,7 +70,12 @@ def search(engine: Engine, text: str, limit: int, memory_type: str | None) -> li
     vector = engine.embed([text])[0]
     hits = engine.backend.vector_search(vector, limit, memory_type)
     by_id = {e.id: e for e in engine.backend.get_engrams([i for i, _ in hits])}
-    return [RecallResult(by_id[i], s, "vector", 0) for i, s in hits if i in by_id]
+    return [RecallResult(by_id[i], _cosine(s), "vector", 0) for i, s in hits if i in by_id]
+
+
+def _cosine(score: float) -> float:
+    """Clamp float32 rounding (1.0000001) back into [-1, 1]."""
+    return max(-1.0, min(1.0, float(score)))
 
 
 def associative(
@@ -86,7 +91,7 @@ def associative(
     _merge(found, cue_hits(engine, names, vectors[1:]), "cue", 0)
     k = 2 * limit
     vector_hits = engine.backend.vector_search(vectors[0], k, memory_type)
-    _merge(found, {i: s for i, s in vector_hits if s >= VECTOR_FLOOR}, "vector", 0)
+    _merge(found, {i: _cosine(s) for i, s in vector_hits if s >= VECTOR_FLOOR}, "vector", 0)
     _merge(found, _normalised(engine.backend.text_search(text, k, memory_type)), "lexical", 0)
     expand(engine, found)
     return rank(engine, found, limit, memory_type)
