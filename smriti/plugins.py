@@ -142,16 +142,40 @@ class Registry:
         "clusterer": "register_clusterers",
     }
 
-    def __init__(self, pm: pluggy.PluginManager) -> None:
+    def __init__(self, pm: pluggy.PluginManager, *, strict: bool | None = None) -> None:
         self.pm = pm
         self.classes: dict[str, dict[str, type[Any]]] = {}
         self.owners: dict[tuple[str, str], str] = {}
+        #: Plugins whose registration hook raised, with the error (not fatal unless strict).
+        self.failures: dict[str, str] = {}
+        strict = _strict(os.environ) if strict is None else strict
         for kind, hook_name in self.KINDS.items():
             self.classes[kind] = {}
             hook: Callable[..., Any] = getattr(pm.hook, hook_name)
             for impl in hook.get_hookimpls():
-                for cls in impl.function() or []:
+                try:
+                    registered = list(impl.function() or [])
+                except Exception as exc:
+                    if strict:
+                        raise PluginError(
+                            f"plugin {impl.plugin_name!r} failed in {hook_name}: {exc}"
+                        ) from exc
+                    self.failures[impl.plugin_name] = f"{type(exc).__name__}: {exc}"
+                    log.warning(
+                        "plugin failed to register",
+                        plugin=impl.plugin_name,
+                        hook=hook_name,
+                        error=str(exc),
+                    )
+                    continue
+                for cls in registered:
                     self._add(kind, cls, impl.plugin_name)
+
+    def components(self, plugin: str) -> list[str]:
+        """``kind:name`` of every component a plugin registered."""
+        return sorted(
+            f"{kind}:{name}" for (kind, name), owner in self.owners.items() if owner == plugin
+        )
 
     def _add(self, kind: str, cls: type[Any], plugin: str) -> None:
         names = [cls.name, *getattr(cls, "aliases", ())]

@@ -136,3 +136,22 @@ def test_third_party_backend_registers_like_builtins() -> None:
     registry = Registry(pm)
     assert registry.get("backend", "my", "DB_TYPE") is Mine
     assert registry.owners[("backend", "mine")] == "mine-plugin"
+
+
+def test_registration_hook_that_raises_is_reported_not_fatal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pm, _ = create_plugin_manager(load_entry_points=False)
+
+    class Lazy:
+        @hookimpl
+        def register_storage_backends(self) -> list[type[StorageBackend]]:
+            raise ModuleNotFoundError("No module named 'fancydb_driver'")
+
+    pm.register(Lazy(), name="smriti-backend-fancy")
+    registry = Registry(pm, strict=False)
+    assert "fancydb_driver" in registry.failures["smriti-backend-fancy"]
+    assert "lexical" in registry.classes["embedder"]
+    assert registry.components("smriti.default_plugins.lexical_embedder") == ["embedder:lexical"]
+    with pytest.raises(PluginError, match="smriti-backend-fancy"):
+        Registry(pm, strict=True)
