@@ -66,6 +66,7 @@ INDEX_WAIT_SECONDS = 600
 # few of them belong to this user; past MAX_FETCH an exact scan of the user's own nodes
 # (through the ``user`` index) is cheaper and exact.
 OVERFETCH, MIN_FETCH, GROWTH, MAX_FETCH = 4, 64, 4, 4096
+URI_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 
 
 class Neo4jBackend(StorageBackend):
@@ -146,6 +147,12 @@ class Neo4jBackend(StorageBackend):
         import neo4j
         from neo4j.exceptions import AuthError, DriverError, Neo4jError
 
+        scheme = self.uri.split("://", 1)[0].lower()
+        if scheme not in URI_SCHEMES:
+            raise BackendError(
+                f"NEO4J_URI={self.uri!r} is not a Bolt URI: use one of "
+                f"{', '.join(s + '://' for s in URI_SCHEMES)}"
+            )
         auth = (self.username, self._password) if self._password else None
         try:
             driver = neo4j.GraphDatabase.driver(
@@ -263,9 +270,10 @@ class Neo4jBackend(StorageBackend):
     def _transaction(self, work: Callable[[ManagedTransaction], Any]) -> Any:
         """Run ``work`` in one write transaction, retried on transient errors."""
         bookmarks = self.driver.execute_query_bookmark_manager
-        with self._errors(), self.driver.session(
-            database=self.database, bookmark_manager=bookmarks
-        ) as session:
+        with (
+            self._errors(),
+            self.driver.session(database=self.database, bookmark_manager=bookmarks) as session,
+        ):
             return session.execute_write(work)
 
     # -- metadata --------------------------------------------------------------------------
@@ -390,7 +398,8 @@ class Neo4jBackend(StorageBackend):
         """The user's engrams with these ids; unknown ids are skipped."""
         if not ids:
             return []
-        return [engram_from(r["p"]) for r in self._read(q.GET_ENGRAMS, ids=list(dict.fromkeys(ids)))]
+        records = self._read(q.GET_ENGRAMS, ids=list(dict.fromkeys(ids)))
+        return [engram_from(r["p"]) for r in records]
 
     def list_engrams(self, limit: int, memory_type: str | None = None) -> list[Engram]:
         """Most recently accessed first (ties: newest created first)."""

@@ -20,7 +20,6 @@ from types import ModuleType
 
 import pytest
 import structlog
-
 from smriti_backend_neo4j.backend import Neo4jBackend
 
 HERE = Path(__file__).resolve().parent

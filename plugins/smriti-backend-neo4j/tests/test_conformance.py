@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from smriti_backend_neo4j.backend import Neo4jBackend
 
 from smriti.testing import StorageBackendTests
-from smriti_backend_neo4j.backend import Neo4jBackend
 
 
 class TestNeo4jConformance(StorageBackendTests):

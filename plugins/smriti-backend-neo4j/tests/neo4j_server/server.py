@@ -148,9 +148,7 @@ def start(home: Path, timeout: float = 240.0) -> Neo4jServer:
         stderr=log,
         text=True,
     )
-    server = Neo4jServer(
-        f"bolt://127.0.0.1:{port}", USERNAME, PASSWORD, proc, log_path, 0.0, home
-    )
+    server = Neo4jServer(f"bolt://127.0.0.1:{port}", USERNAME, PASSWORD, proc, log_path, 0.0, home)
     try:
         _wait_ready(server, began + timeout)
         _set_initial_password(server, began + timeout)
@@ -190,13 +188,15 @@ def _set_initial_password(server: Neo4jServer, deadline: float) -> None:
     while True:
         try:
             auth = (USERNAME, "neo4j")
-            with GraphDatabase.driver(server.uri, auth=auth, connection_timeout=5) as driver:
-                with driver.session(database="system") as session:
-                    session.run(
-                        "ALTER CURRENT USER SET PASSWORD FROM $old TO $new",
-                        old="neo4j",
-                        new=server.password,
-                    ).consume()
+            with (
+                GraphDatabase.driver(server.uri, auth=auth, connection_timeout=5) as driver,
+                driver.session(database="system") as session,
+            ):
+                session.run(
+                    "ALTER CURRENT USER SET PASSWORD FROM $old TO $new",
+                    old="neo4j",
+                    new=server.password,
+                ).consume()
             return
         except ServiceUnavailable:
             if time.monotonic() > deadline:
