@@ -1,0 +1,184 @@
+"""Tenant isolation: users sharing one Neo4j database never see or touch each other's data.
+
+The reference server filtered vector-index hits by user *after* the top-k cut (or not
+at all); here the filter runs before the cut, so a user with few memories in a large
+shared index still gets all of their own hits and nobody else's.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from smriti_backend_neo4j import backend as backend_module
+from smriti_backend_neo4j.backend import Neo4jBackend
+
+from smriti.config import Settings
+from smriti.engine import Engine
+from smriti.errors import NotFound
+from smriti.model import Cue
+from smriti.plugins import create_plugin_manager
+from smriti.storage import unit
+from smriti.testing import GraphBuilder
+
+from .conftest import ServerInfo, wipe
+
+DIMS = 16
+
+
+def _crowd(build: GraphBuilder, query: np.ndarray, n: int, offset: int) -> list:
+    """``n`` engrams all very close to ``query`` (they would fill any top-k)."""
+    return [
+        build.engram(offset + i, embedding=build.near(query, seed=offset + i, noise=0.05),
+                     content=f"zebra crossing number {i}")
+        for i in range(n)
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("max_fetch", [4096, 64], ids=["growing-k", "exact-fallback"])
+def test_index_hits_are_filtered_by_user_before_the_cut(
+    make_backend: Callable[..., Neo4jBackend], monkeypatch: pytest.MonkeyPatch, max_fetch: int
+) -> None:
+    monkeypatch.setattr(backend_module, "MAX_FETCH", max_fetch)
+    build = GraphBuilder(DIMS)
+    query = build.vec(1)
+    alice, bob = make_backend("alice"), make_backend("bob")
+    alice.import_records(_crowd(build, query, 400, 0), [], [], [], [])
+    mine = [build.engram(1000 + i, embedding=build.near(query, seed=77 + i, noise=1.5),
+                         content=f"a zebra of bob {i}") for i in range(5)]  # fmt: skip
+    bob.import_records(mine, [], [], [], [])
+    assert sorted(alice.ensure_indexes(DIMS, 50)) == [
+        "smriti_cue_embedding",
+        "smriti_engram_embedding",
+    ]
+    assert bob.ensure_indexes(DIMS, 0) == [], "the shared indexes exist already"
+    bob._refresh_vector_indexes()
+
+    got = bob.vector_search(query * 2.0, 5)
+    assert sorted(i for i, _ in got) == sorted(e.id for e in mine)
+    for engram_id, score in got:
+        [e] = [m for m in mine if m.id == engram_id]
+        assert score == pytest.approx(float(unit(query) @ e.embedding), abs=1e-3)
+    assert [i for i, _ in bob.text_search("zebra", 10)] != []
+    assert {i for i, _ in bob.text_search("zebra", 10)} == {e.id for e in mine}
+    assert {i for i, _ in alice.vector_search(query, 10)} <= {f"e{i:05d}" for i in range(400)}
+
+
+def test_cue_index_hits_are_filtered_by_user(make_backend: Callable[..., Neo4jBackend]) -> None:
+    build = GraphBuilder(DIMS)
+    alice, bob = make_backend("alice"), make_backend("bob")
+    target = build.vec(5)
+    crowd = [build.cue(f"a{i}", seed=i) for i in range(300)]
+    crowd = [
+        Cue(c.id, c.name, c.cue_type, build.near(target, i, 0.05)) for i, c in enumerate(crowd)
+    ]
+    alice.import_records(_crowd(build, target, 60, 0), crowd, [], [], [])
+    own = build.cue("bobs-cue", seed=9)
+    bob.add_memory(build.engram(999), [own], [])
+    alice.ensure_indexes(DIMS, 50)
+    bob._refresh_vector_indexes()
+    got = bob.cue_vector_search(target, 3)
+    assert [c.id for c, _ in got] == [own.id]
+    assert got[0][1] == pytest.approx(float(target @ own.embedding), abs=1e-3)
+
+
+# -- property-based: random interleavings through the Engine ----------------------------
+
+WORDS = ("apple", "zebra", "paris", "newton", "kiwi", "gravity", "river", "music")
+
+
+@pytest.fixture(scope="module")
+def engine_env(neo4j_server: ServerInfo, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    wipe(neo4j_server)
+    return {
+        "DB_TYPE": "neo4j",
+        "NEO4J_URI": neo4j_server.uri,
+        "NEO4J_USERNAME": neo4j_server.username,
+        "NEO4J_PASSWORD": neo4j_server.password,
+        "STORAGE_LOCATION": str(tmp_path_factory.mktemp("store")),
+        "CONSOLIDATION_INTERVAL": "0",
+        "BACKUP_SYNC_INTERVAL": "0",
+        "INDEX_THRESHOLD": "3",  # vector indexes appear early, so index queries are used
+        "SMRITI_LOAD_PLUGINS": "smriti-backend-neo4j",
+        "SMRITI_STRICT_PLUGINS": "1",
+    }
+
+
+@pytest.fixture
+def engines(engine_env: dict) -> Iterator[Callable[[str], Engine]]:
+    opened: list[Engine] = []
+
+    def make(user: str) -> Engine:
+        environ = {**engine_env, "ACCESSING_USER": user}
+        pm, _ = create_plugin_manager(environ=environ)  # the real entry point
+        engine = Engine.from_settings(Settings.from_env(environ), pm=pm)
+        engine.open()
+        opened.append(engine)
+        return engine
+
+    yield make
+    for engine in opened:
+        engine.close()
+
+
+texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join)
+operations = st.lists(
+    st.tuples(
+        st.integers(0, 1),  # who acts
+        st.sampled_from(["store", "store", "recall", "search", "list", "forget", "consolidate"]),
+        texts,
+        st.integers(0, 1000),  # which memory a forget aims at
+        st.booleans(),  # forget one of the other user's memories instead
+    ),
+    min_size=4,
+    max_size=18,
+)
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(ops=operations)
+def test_two_users_never_see_or_touch_each_other(
+    engines: Callable[[str], Engine], ops: list[tuple[int, str, str, int, bool]]
+) -> None:
+    tag = uuid.uuid4().hex[:8]
+    users = [engines(f"alice-{tag}"), engines(f"bob-{tag}")]
+    owned: list[dict[str, str]] = [{}, {}]  # id -> content, per user
+    for who, op, text, pick, foreign in ops:
+        me, other = users[who], users[1 - who]
+        if op == "store":
+            outcome = me.store(f"{text} note {len(owned[who])}", importance=0.8)
+            owned[who][outcome.engram.id] = outcome.engram.content
+        elif op in ("recall", "search", "list"):
+            results = me.recall(None if op == "list" else text, limit=10, mode=op)
+            assert {r.engram.id for r in results} <= set(owned[who]), f"{op} leaked"
+        elif op == "forget":
+            target_owner = 1 - who if foreign else who
+            ids = sorted(owned[target_owner])
+            if not ids:
+                continue
+            target = ids[pick % len(ids)]
+            if foreign:
+                with pytest.raises(NotFound):
+                    me.forget(target)
+                assert other.backend.get_engrams([target]), "a foreign forget deleted it"
+            else:
+                me.forget(target)
+                del owned[who][target]
+        else:
+            me.consolidate()
+    for i, engine in enumerate(users):
+        assert {e.id for e in engine.backend.iter_engrams()} == set(owned[i])
+        assert engine.backend.count_engrams() == len(owned[i])
+        cue_ids = {c.id for c in engine.backend.iter_cues()}
+        for link in engine.backend.iter_links():
+            assert link.engram_id in owned[i] and link.cue_id in cue_ids
+        for a in engine.backend.iter_associations():
+            assert a.source_id in owned[i] and a.target_id in owned[i]
