@@ -302,8 +302,8 @@ class EngineBackupTests:
             assert restored.backend.count_engrams() == self.memories
             assert canonical_hash(restored) == before
             assert restored.stats() == stats
-            assert restored.recall("espresso coffee grinder", limit=3)
             assert restored.sync().pushed == [], "a freshly restored store was pushed again"
+            assert restored.recall("espresso coffee grinder", limit=3)
 
     def test_two_syncs_without_change_upload_nothing(
         self, make_engine: Callable[..., Any], backup_overrides: dict[str, Any]

@@ -132,19 +132,20 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             ts = row["created_at"]
             assoc_rows = [self._assoc_row(a) for a in associations]
             with self._errors(), self._write() as conn:
-                conn.execute(f"UNWIND $rows AS r {ENGRAM_CREATE}", {"rows": [row]})
+                self._exec(conn, f"UNWIND $rows AS r {ENGRAM_CREATE}", {"rows": [row]})
                 if new_cues:
-                    conn.execute(_CUE_CREATE, {"rows": [cue_params(c) for c in new_cues]})
+                    self._exec(conn, _CUE_CREATE, {"rows": [cue_params(c) for c in new_cues]})
                 if ids:
-                    conn.execute(
+                    self._exec(
+                        conn,
                         "MATCH (e:Engram {id: $e}) UNWIND $ids AS cid MATCH (c:Cue {id: cid}) "
                         "CREATE (e)-[:EncodedBy {strength: 1.0, created_at: $ts}]->(c)",
                         {"e": engram.id, "ids": ids, "ts": ts},
                     )
                 if pairs:
-                    conn.execute(_COOCCUR_INC, {"rows": pairs})
+                    self._exec(conn, _COOCCUR_INC, {"rows": pairs})
                 if assoc_rows:
-                    conn.execute(_ASSOC, {"rows": assoc_rows})
+                    self._exec(conn, _ASSOC, {"rows": assoc_rows})
                 if vector is not None and self.vector_index_dims == vector.shape[0]:
                     self._index_vectors(conn, [(engram.id, vector)])
             self.remember_cues(new_cues)
@@ -176,7 +177,8 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             with self._errors(), self._write() as conn:
                 for f, rows in per_field.items():
                     if rows:
-                        conn.execute(
+                        self._exec(
+                            conn,
                             f"UNWIND $rows AS r MATCH (e:Engram {{id: r.id}}) SET e.{f} = r.v",
                             {"rows": rows},
                         )
@@ -188,12 +190,15 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         with self._write_lock:
             for batch in batched(unique, BATCH):
                 with self._errors(), self._write() as conn:
-                    rows = conn.execute(
-                        "UNWIND $ids AS i MATCH (e:Engram {id: i}) RETURN e.id", {"ids": batch}
+                    rows = self._exec(
+                        conn,
+                        "UNWIND $ids AS i MATCH (e:Engram {id: i}) RETURN e.id",
+                        {"ids": batch},
                     ).get_all()
                     found = [r[0] for r in rows]
                     if found:
-                        conn.execute(
+                        self._exec(
+                            conn,
                             "UNWIND $ids AS i MATCH (e:Engram {id: i}) DETACH DELETE e",
                             {"ids": found},
                         )
@@ -206,12 +211,15 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
     def delete_orphan_cues(self) -> int:
         """Delete cues no engram is EncodedBy, with their CoOccurs edges."""
         with self._write_lock, self._errors(), self._write() as conn:
-            rows = conn.execute(
-                "MATCH (c:Cue) WHERE NOT EXISTS { MATCH (:Engram)-[:EncodedBy]->(c) } RETURN c.id"
+            rows = self._exec(
+                conn,
+                "MATCH (c:Cue) WHERE NOT EXISTS { MATCH (:Engram)-[:EncodedBy]->(c) } RETURN c.id",
             ).get_all()
             ids = [r[0] for r in rows]
             if ids:
-                conn.execute("UNWIND $ids AS i MATCH (c:Cue {id: i}) DETACH DELETE c", {"ids": ids})
+                self._exec(
+                    conn, "UNWIND $ids AS i MATCH (c:Cue {id: i}) DETACH DELETE c", {"ids": ids}
+                )
         self.forget_cues(set(ids))
         return len(ids)
 
@@ -244,7 +252,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                     self._upsert(conn, "Cue", batch, _CUE_CREATE_ROW, _CUE_SET)
                 for query, rows in ((_LINK, lrows), (_ASSOC, arows), (_COOCCUR_SET, orows)):
                     for batch in batched(rows, BATCH):
-                        conn.execute(query, {"rows": batch})
+                        self._exec(conn, query, {"rows": batch})
                 if self.vector_index_dims:
                     self._unindex_vectors(conn, [key for key, _ in vectors])
                     dims = self.vector_index_dims
@@ -254,17 +262,19 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
     def _upsert(
         self, conn: Any, table: str, rows: list[dict[str, Any]], create: str, update: str
     ) -> None:
-        found = conn.execute(
+        found = self._exec(
+            conn,
             f"UNWIND $ids AS i MATCH (e:{table} {{id: i}}) RETURN e.id",
             {"ids": [r["id"] for r in rows]},
         ).get_all()
         existing = {r[0] for r in found}
         fresh = [r for r in rows if r["id"] not in existing]
         if fresh:
-            conn.execute(f"UNWIND $rows AS r {create}", {"rows": fresh})
+            self._exec(conn, f"UNWIND $rows AS r {create}", {"rows": fresh})
         if existing:
             replaced = [r for r in rows if r["id"] in existing]
-            conn.execute(
+            self._exec(
+                conn,
                 f"UNWIND $rows AS r MATCH (e:{table} {{id: r.id}}) SET {update}",
                 {"rows": replaced},
             )
@@ -286,7 +296,8 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             return
         dims = self.vector_index_dims
         for batch in batched(vectors, BATCH):
-            conn.execute(
+            self._exec(
+                conn,
                 "UNWIND $rows AS r CREATE (:EngramVec "
                 f"{{id: r.id, vec: CAST(r.v AS FLOAT[{dims}])}})",
                 {"rows": [{"id": k, "v": vec_literal(v)} for k, v in batch]},
@@ -294,7 +305,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
 
     def _unindex_vectors(self, conn: Any, ids: list[str]) -> None:
         if ids and self.vector_index_dims:
-            conn.execute("UNWIND $ids AS i MATCH (v:EngramVec {id: i}) DELETE v", {"ids": ids})
+            self._exec(conn, "UNWIND $ids AS i MATCH (v:EngramVec {id: i}) DELETE v", {"ids": ids})
 
     def ensure_indexes(self, dims: int, min_engrams: int) -> list[str]:
         """Full-text index above ``min_engrams``; HNSW too when the vector cache is off."""
@@ -306,13 +317,14 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             if FTS_INDEX not in existing:
                 self._conn().execute(
                     f"CALL CREATE_FTS_INDEX('Engram', '{FTS_INDEX}', "
-                    "['content', 'summary', 'tags_text'])"
+                    "['content', 'summary', 'tags_text'])",
                 )
                 created.append(FTS_INDEX)
             if self.engram_cache is None and VECTOR_INDEX not in existing:
                 self._create_vector_index(int(dims))
                 created.append(VECTOR_INDEX)
         if created:
+            self._schema_epoch += 1
             log.info("kuzu indexes created", path=str(self.path), indexes=created)
         return created
 
@@ -320,14 +332,14 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         conn = self._conn()
         conn.execute(
             f"CREATE NODE TABLE IF NOT EXISTS EngramVec(id STRING, vec FLOAT[{dims}], "
-            "PRIMARY KEY(id))"
+            "PRIMARY KEY(id))",
         )
         conn.execute("MATCH (v:EngramVec) DELETE v")
         self.vector_index_dims = dims
         for page in self.embedding_pages():
             self._index_vectors(conn, [(k, v) for k, v, _ in page if v.shape[0] == dims])
         conn.execute(
-            f"CALL CREATE_VECTOR_INDEX('EngramVec', '{VECTOR_INDEX}', 'vec', metric := 'cosine')"
+            f"CALL CREATE_VECTOR_INDEX('EngramVec', '{VECTOR_INDEX}', 'vec', metric := 'cosine')",
         )
         self.set_meta("vector_index_dims", str(dims))
 
@@ -335,6 +347,6 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
     def set_meta(self, key: str, value: str) -> None:
         """Store a per-user metadata value."""
         with self._write_lock, self._errors():
-            self._conn().execute(
-                "MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value}
+            self._exec(
+                self._conn(), "MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value}
             )

@@ -1,0 +1,201 @@
+"""Kùzu-specific behaviour: locking, corrupt files, migrations, threads, registration."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+import kuzu
+import pytest
+from smriti_backend_kuzu import schema
+from smriti_backend_kuzu.backend import DB_FILE, KuzuBackend
+
+from smriti.config import Settings
+from smriti.errors import BackendError, StoreLockedError
+from smriti.model import EngramUpdate
+from smriti.plugins import Registry, create_plugin_manager
+from smriti.testing import GraphBuilder
+
+Factory = Callable[..., KuzuBackend]
+build = GraphBuilder(8)
+
+
+def test_second_process_gets_store_locked_error(kuzu_factory: Factory) -> None:
+    backend = kuzu_factory("alice")
+    backend.add_memory(build.engram(1), [], [])
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from smriti.errors import StoreLockedError
+        from smriti_backend_kuzu.backend import KuzuBackend
+        try:
+            KuzuBackend("alice", {str(backend.path)!r}).open()
+        except StoreLockedError as exc:
+            print(exc)
+            sys.exit(3)
+        sys.exit(0)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 3, done.stderr
+    assert str(backend.path) in done.stdout and "another process" in done.stdout
+    assert backend.count_engrams() == 1  # the holder is unaffected
+
+
+@pytest.mark.parametrize(
+    "content", [b"this is not a database\n" * 200, b"", b"\x00" * 4096 + b"KUZU" * 100]
+)
+def test_foreign_file_is_reported_and_left_alone(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "alice" / DB_FILE
+    path.parent.mkdir()
+    path.write_bytes(content)
+    digest = hashlib.sha256(content).hexdigest()
+    backend = KuzuBackend("alice", path)
+    if content:
+        with pytest.raises(BackendError, match=str(path)) as info:
+            backend.open()
+        assert not isinstance(info.value, StoreLockedError)
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
+        assert sorted(p.name for p in path.parent.iterdir()) == [DB_FILE]
+    else:  # an empty file is what a crash before the first write leaves: it is a new store
+        backend.open()
+        assert backend.count_engrams() == 0
+        backend.close()
+
+
+def test_truncated_database_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "alice" / DB_FILE
+    backend = KuzuBackend("alice", path)
+    backend.open()
+    backend.import_records([build.engram(i) for i in range(50)], [], [], [], [])
+    backend.close()
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 3])
+    with pytest.raises(BackendError, match=str(path)):
+        KuzuBackend("alice", path).open()
+
+
+def test_directory_in_place_of_database(tmp_path: Path) -> None:
+    path = tmp_path / "alice" / DB_FILE
+    path.mkdir(parents=True)
+    with pytest.raises(BackendError, match="is a directory"):
+        KuzuBackend("alice", path).open()
+
+
+def _make_v1_store(path: Path) -> None:
+    """A store as version 1 of the schema made it (no cluster_id, no tags_text)."""
+    path.parent.mkdir(parents=True)
+    db = kuzu.Database(str(path))
+    conn = kuzu.Connection(db)
+    assert schema.migrate(conn, target=1) == [1]
+    conn.execute(
+        "CREATE (:Engram {id: 'old', content: 'written long ago', summary: 's', "
+        "memory_type: 'semantic', importance: 0.4, access_count: 2, "
+        "created_at: $t, last_accessed_at: $t, decay_factor: 0.9, source: 'v1', "
+        "tags: ['vintage', 'wine']})",
+        {"t": datetime(2023, 5, 1, 8, 30)},
+    )
+    conn.close()
+    db.close()
+
+
+def test_old_schema_is_migrated_idempotently(tmp_path: Path) -> None:
+    path = tmp_path / "alice" / DB_FILE
+    _make_v1_store(path)
+    for cluster in (-1, 4):  # the second open finds nothing to migrate
+        backend = KuzuBackend("alice", path)
+        backend.open()
+        [old] = backend.get_engrams(["old"])
+        assert old.cluster_id == cluster and old.tags == ["vintage", "wine"]
+        assert old.created_at.tzinfo is not None and old.created_at.hour == 8
+        assert [i for i, _ in backend.text_search("vintage", 3)] == ["old"]
+        assert backend.get_meta(schema.SCHEMA_VERSION_KEY) == str(schema.CURRENT_VERSION)
+        backend.update_engrams([EngramUpdate("old", cluster_id=4)])
+        backend.close()
+    assert schema.CURRENT_VERSION >= 2
+
+
+def test_threads_store_and_read_concurrently(kuzu_factory: Factory) -> None:
+    backend = kuzu_factory("alice")
+    errors: list[BaseException] = []
+
+    def writer(offset: int) -> None:
+        try:
+            for i in range(offset, offset + 40):
+                backend.add_memory(build.engram(i), [build.cue(f"w{i % 5}")], [])
+        except BaseException as exc:  # collected and asserted below
+            errors.append(exc)
+
+    def reader() -> None:
+        try:
+            for i in range(60):
+                backend.vector_search(build.vec(i), 5)
+                backend.text_search("memory", 5)
+                backend.list_engrams(5)
+                backend.count_engrams()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n * 100,)) for n in range(3)]
+    threads += [threading.Thread(target=reader) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    assert backend.count_engrams() == 120
+    assert backend.counts()["cues"] == 5
+    assert len(backend.vector_search(build.vec(1), 200)) == 120
+
+
+def test_vector_index_used_when_cache_is_off(kuzu_factory: Factory) -> None:
+    backend = kuzu_factory("alice", cache_mb=0)
+    assert backend.engram_cache is None
+    backend.import_records([build.engram(i) for i in range(80)], [], [], [], [])
+    assert sorted(backend.ensure_indexes(8, 50)) == ["engram_fts", "engram_vec"]
+    assert {"engram_fts", "engram_vec"} <= backend.index_names()
+    hits = backend._hnsw_search(build.vec(10_005), 3, None)
+    assert hits is not None and hits[0][0] == "e00005"
+    backend.delete_engrams(["e00005"])
+    assert "e00005" not in [i for i, _ in backend.vector_search(build.vec(10_005), 3)]
+
+
+def test_cache_on_builds_only_the_text_index(kuzu_factory: Factory) -> None:
+    backend = kuzu_factory("alice")
+    backend.import_records([build.engram(i) for i in range(60)], [], [], [], [])
+    assert backend.ensure_indexes(8, 50) == ["engram_fts"]
+    assert [i for i, _ in backend.text_search("topic3 memory", 60)][:1] != []
+
+
+def test_from_settings_uses_user_dir(tmp_path: Path) -> None:
+    settings = Settings.from_env({}, storage_location=str(tmp_path), accessing_user="bob")
+    backend = KuzuBackend.from_settings(settings, "bob")
+    assert backend.path == tmp_path / "bob" / DB_FILE
+    with backend:
+        assert backend.path.exists()
+
+
+def test_plugin_registers_kuzu_and_ladybug_alias() -> None:
+    from smriti_backend_kuzu import plugin
+
+    pm, _ = create_plugin_manager(load_entry_points=False)
+    pm.register(plugin, name="smriti-backend-kuzu")
+    registry = Registry(pm)
+    assert registry.get("backend", "kuzu", "DB_TYPE") is KuzuBackend
+    assert registry.get("backend", "ladybug", "DB_TYPE") is KuzuBackend
+
+
+def test_plugin_module_does_not_import_the_driver() -> None:
+    code = (
+        "import sys, smriti_backend_kuzu.plugin as p; p.register_storage_backends(); "
+        "sys.exit(1 if 'kuzu' in sys.modules else 0)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
