@@ -1,0 +1,292 @@
+"""Engine benchmark: latency, bulk-import throughput, consolidation and memory, per backend.
+
+For every selected backend and size, a worker process (so that peak RSS is per run)
+bulk-imports a synthetic corpus (bench/corpus.py) with ``backend.import_records`` using
+precomputed vectors (embedding time is excluded), then measures through the Engine:
+
+- recall (mode ``recall``, limit 10), search (vector only) and list latency, p50/p95;
+- store latency (full pipeline: heuristic cues, lexical embedding, associations, write);
+- one consolidation run, and the Leiden part of it;
+- the worker's peak RSS (servers' memory is not included).
+
+Usage::
+
+    uv run python bench/engine.py                      # kuzu (+ reachable servers), 1k,10k
+    uv run python bench/engine.py --sizes 1k,10k,100k --backends kuzu,falkordb
+    uv run python bench/engine.py --start-servers      # also start FalkorDB and Neo4j
+    uv run python bench/engine.py --sizes 10k --backends kuzu --profile
+
+Results: a table on stdout and JSON in bench/results/engine-<timestamp>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import structlog  # noqa: E402
+from common import (  # noqa: E402
+    RESULTS,
+    configure_logging,
+    latency_summary,
+    machine,
+    peak_rss_mb,
+    plugin_manager,
+    table,
+    timed,
+    write_results,
+)
+
+log = structlog.get_logger("bench.engine")
+IMPORT_BATCH = 5000
+
+
+def parse_size(text: str) -> int:
+    """``1k`` → 1000, ``100k`` → 100000, ``2500`` → 2500."""
+    text = text.strip().lower()
+    return int(float(text[:-1]) * 1000) if text.endswith("k") else int(text)
+
+
+# -- worker: one backend, one size ---------------------------------------------------------
+def worker(backend: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
+    """Run every measurement for one backend and size; return a result row."""
+    import corpus
+
+    from smriti.config import Settings
+    from smriti.default_plugins.lexical_embedder import LexicalEmbedder
+
+    items = corpus.memories(size + args.stores)
+    loaded, extra = items[:size], items[size:]
+    records, prep_s = timed(lambda: corpus.records(loaded, LexicalEmbedder()))
+    log.info("corpus ready", size=size, seconds=round(prep_s, 1))
+    with tempfile.TemporaryDirectory(prefix="smriti-bench-") as tmp:
+        env = {
+            "ACCESSING_USER": f"bench{size}_{uuid.uuid4().hex[:6]}",
+            "STORAGE_LOCATION": tmp,
+            "DB_TYPE": backend,
+            "SMRITI_EMBEDDER": "lexical",
+            "SMRITI_CUE_EXTRACTOR": "heuristic",
+            "CONSOLIDATION_INTERVAL": "0",
+            "BACKUP_TYPE": "none",
+            "FALKOR_GRAPH": f"bench_{uuid.uuid4().hex[:8]}",
+            **{k: v for k, v in os.environ.items() if k.startswith(("FALKOR_", "NEO4J_"))},
+        }
+        env["FALKOR_GRAPH"] = env.get("FALKOR_GRAPH_BENCH", env["FALKOR_GRAPH"])
+        settings = Settings.from_env(env)
+        return measure(settings, records, extra, args)
+
+
+def measure(settings: Any, records: Any, extra: Sequence[Any], args: argparse.Namespace) -> dict:
+    """Import, reopen, then time the operations on an Engine."""
+    import corpus
+
+    from smriti.engine.core import Engine
+
+    pm = plugin_manager()
+    row: dict[str, Any] = {"backend": settings.db_type, "size": len(records.engrams)}
+    engine = Engine.from_settings(settings, pm).open()
+    try:
+        row["import"] = bulk_import(engine.backend, records)
+    finally:
+        engine.close()
+    engine, open_s = timed(lambda: Engine.from_settings(settings, pm).open())
+    row["open_s"] = round(open_s, 3)
+    try:
+        _, index_s = timed(lambda: engine.backend.ensure_indexes(engine.embedder.dims or 384, 0))
+        row["index_s"] = round(index_s, 3)
+        queries = corpus.queries(args.queries)
+        for q in queries[:5]:  # warm caches and lazily loaded extensions
+            engine.recall(q, limit=10)
+        row["recall"] = latencies(lambda q: engine.recall(q, limit=10), queries, args.profile, row)
+        row["search"] = latencies(lambda q: engine.recall(q, limit=10, mode="search"), queries)
+        row["list"] = latencies(lambda q: engine.recall(None, limit=10, mode="list"), queries)
+        row["store"] = latencies(lambda m: engine.store(m.text, tags=m.topic), list(extra))
+        row["consolidate"] = consolidation(engine)
+        row["peak_rss_mb"] = peak_rss_mb()
+        cleanup(engine)
+    finally:
+        engine.close()
+    return row
+
+
+def bulk_import(backend: Any, records: Any) -> dict[str, float]:
+    """import_records in batches: cues, engrams with their links, then edges."""
+    started = time.perf_counter()
+    backend.import_records([], records.cues, [], [], [])
+    by_engram: dict[str, list[Any]] = {}
+    for link in records.links:
+        by_engram.setdefault(link.engram_id, []).append(link)
+    for i in range(0, len(records.engrams), IMPORT_BATCH):
+        batch = records.engrams[i : i + IMPORT_BATCH]
+        links = [link for e in batch for link in by_engram.get(e.id, [])]
+        backend.import_records(batch, [], links, [], [])
+    backend.import_records([], [], [], records.associations, records.cooccurrences)
+    seconds = time.perf_counter() - started
+    return {
+        "seconds": round(seconds, 3),
+        "memories_per_s": round(len(records.engrams) / seconds, 1),
+        "engrams": len(records.engrams),
+        "cues": len(records.cues),
+        "links": len(records.links),
+        "associations": len(records.associations),
+        "cooccurrences": len(records.cooccurrences),
+    }
+
+
+def latencies(
+    call: Any, inputs: Sequence[Any], profile: bool = False, row: dict | None = None
+) -> dict[str, float]:
+    """Time ``call`` on each input; optionally profile the loop with pyinstrument."""
+    profiler = None
+    if profile:
+        from pyinstrument import Profiler
+
+        profiler = Profiler(interval=0.0005)
+        profiler.start()
+    seconds = [timed(lambda x=x: call(x))[1] for x in inputs]
+    if profiler is not None and row is not None:
+        profiler.stop()
+        name = f"profile-recall-{row['backend']}-{row['size']}.txt"
+        path = RESULTS / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(profiler.output_text(unicode=True, show_all=False), encoding="utf-8")
+        row["profile"] = str(path)
+    return latency_summary(seconds)
+
+
+def consolidation(engine: Any) -> dict[str, Any]:
+    """One consolidation run; Leiden timed by wrapping the clusterer."""
+    leiden: list[float] = []
+    clusterer = engine.clusterer
+    if clusterer is not None:
+        original = clusterer.cluster
+
+        def timed_cluster(*a: Any, **kw: Any) -> Any:
+            result, seconds = timed(lambda: original(*a, **kw))
+            leiden.append(seconds)
+            return result
+
+        clusterer.cluster = timed_cluster
+    report, seconds = timed(engine.consolidate)
+    return {
+        "seconds": round(seconds, 3),
+        "leiden_s": round(sum(leiden), 3),
+        "clusters": report.clusters,
+        "pruned": report.pruned,
+    }
+
+
+def cleanup(engine: Any) -> None:
+    """Delete what this run stored (servers keep running between runs)."""
+    if engine.backend.name == "kuzu":
+        return  # a temporary directory
+    ids = [e.id for e in engine.backend.iter_engrams()]
+    for i in range(0, len(ids), 2000):
+        engine.backend.delete_engrams(ids[i : i + 2000])
+    engine.backend.delete_orphan_cues()
+
+
+# -- driver ------------------------------------------------------------------------------
+def run_worker(backend: str, size: int, env: dict[str, str], args: argparse.Namespace) -> dict:
+    """Run one worker process and return its row (or the error)."""
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
+        out = Path(fh.name)
+    cmd = [sys.executable, __file__, "--worker", backend, "--sizes", str(size)]
+    cmd += ["--queries", str(args.queries), "--stores", str(args.stores), "--json", str(out)]
+    cmd += ["--log-level", args.log_level] + (["--profile"] if args.profile else [])
+    done = subprocess.run(cmd, env={**os.environ, **env}, check=False)
+    try:
+        if done.returncode != 0:
+            return {"backend": backend, "size": size, "error": f"worker exit {done.returncode}"}
+        return json.loads(out.read_text())
+    finally:
+        out.unlink(missing_ok=True)
+
+
+def installed_backends() -> list[str]:
+    """Names of installed storage backends (aliases excluded)."""
+    from smriti.plugins import Registry
+
+    return [c.name for c in Registry(plugin_manager()).unique("backend")]
+
+
+def print_rows(rows: list[dict[str, Any]]) -> None:
+    """The summary table on stdout."""
+    headers = [
+        "backend", "size", "import/s", "open s", "index s",
+        "recall p50", "recall p95", "search p50", "search p95", "list p50", "list p95",
+        "store p50", "store p95", "consol. s", "leiden s", "peak RSS MB",
+    ]  # fmt: skip
+    body = []
+    for r in rows:
+        if "error" in r:
+            body.append([r["backend"], r["size"], r["error"], *[""] * (len(headers) - 3)])
+            continue
+        body.append([
+            r["backend"], r["size"], r["import"]["memories_per_s"], r["open_s"], r["index_s"],
+            r["recall"]["p50_ms"], r["recall"]["p95_ms"], r["search"]["p50_ms"],
+            r["search"]["p95_ms"], r["list"]["p50_ms"], r["list"]["p95_ms"],
+            r["store"]["p50_ms"], r["store"]["p95_ms"], r["consolidate"]["seconds"],
+            r["consolidate"]["leiden_s"], r["peak_rss_mb"],
+        ])  # fmt: skip
+    print("Latencies in ms; import in memories/s (embedding excluded).")
+    print(table(headers, body))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Parse flags; run the workers side by side in one run; print and save results."""
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--sizes", default="1k,10k", help="comma-separated sizes (1k,10k,100k)")
+    p.add_argument("--backends", default="", help="comma-separated names (default: installed)")
+    p.add_argument("--queries", type=int, default=100, help="recall/search/list calls per run")
+    p.add_argument("--stores", type=int, default=50, help="store calls per run")
+    p.add_argument("--start-servers", action="store_true", help="start FalkorDB and Neo4j")
+    p.add_argument("--profile", action="store_true", help="pyinstrument profile of recall")
+    p.add_argument("--out", type=Path, default=None, help="JSON output path")
+    p.add_argument("--log-level", default="warning")
+    p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--json", type=Path, default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    configure_logging(args.log_level)
+    sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
+    if args.worker:
+        row = worker(args.worker, sizes[0], args)
+        Path(args.json).write_text(json.dumps(row, default=str))
+        return
+    from servers import Servers
+
+    names = [b.strip() for b in args.backends.split(",") if b.strip()] or installed_backends()
+    servers = Servers(start=args.start_servers)
+    rows: list[dict[str, Any]] = []
+    skipped: dict[str, str] = {}
+    try:
+        for backend in names:
+            env = servers.environment(backend)
+            if env is None:
+                skipped[backend] = "server not reachable (set its address or --start-servers)"
+                continue
+            for size in sizes:
+                log.warning("running", backend=backend, size=size)
+                rows.append(run_worker(backend, size, env, args))
+    finally:
+        servers.stop()
+    print_rows(rows)
+    for backend, why in skipped.items():
+        print(f"skipped {backend}: {why}")
+    payload = {"machine": machine(), "args": vars(args), "rows": rows, "skipped": skipped}
+    print(f"results: {write_results('engine', payload, args.out)}")
+
+
+if __name__ == "__main__":
+    main()
