@@ -1,0 +1,1 @@
+"""Git backup provider for Smriti (``BACKUP_TYPE=git``, alias ``github``)."""

@@ -1,0 +1,50 @@
+"""Portable export and import of one user's memory graph (versioned JSON Lines).
+
+The file is UTF-8 JSON Lines, one JSON object per line, each with a ``kind``:
+
+1. ``header``: ``{"kind": "header", "format": "smriti-export", "version": 1, "user",
+   "embedding_model", "dims", "vector_encoding", "counts", "created_at", "smriti"}``.
+   ``counts`` are the store's counts when the export started.
+2. ``engram`` records (every property; ``embedding`` see below), then ``cue`` records,
+   then ``link`` (EncodedBy: ``engram_id``, ``cue_id``, ``strength``), ``association``
+   (AssociatedWith: ``source_id``, ``target_id``, ``strength``, ``relation_type``,
+   ``created_at``), ``cooccurrence`` (CoOccurs between cue ids) and ``meta`` records.
+   Nodes always come before the edges that use them.
+3. ``trailer``: ``{"kind": "trailer", "counts": {...}}`` with what was written. A file
+   without a trailer is truncated and is refused before anything is imported.
+
+Embeddings are written as base64 of little-endian float32 bytes
+(``vector_encoding: "base64-float32-le"``): a 384-d vector takes 2 KB instead of ~8 KB
+of decimal text, encodes and decodes an order of magnitude faster, and round-trips
+bit-exactly. Import also accepts plain lists of numbers. Timestamps are ISO 8601 with
+an explicit UTC offset; naive timestamps are refused. A path ending in ``.gz`` is
+gzip-compressed (import detects gzip by its magic bytes).
+
+Export and import stream: records are written as they are read from the store, and
+imported in batches of ``IMPORT_BATCH`` through ``StorageBackend.import_records``, so
+memory stays flat whatever the store size. Edges whose endpoints were not exported
+(written concurrently with the export) are left out, so the file is always a
+referentially consistent graph.
+
+Importing a file made with another embedding model re-embeds engram contents and cue
+names with the target engine's embedder: vectors of two models (or two dimensions) are
+never mixed in one store. ``canonical_hash`` fingerprints a store's graph so a restore
+can be verified against the original.
+"""
+
+from smriti.portable.canonical import canonical_hash
+from smriti.portable.export import export_store
+from smriti.portable.format import FORMAT, VERSION, ExportReport, ImportReport
+from smriti.portable.importer import import_store, read_header, read_trailer
+
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "ExportReport",
+    "ImportReport",
+    "canonical_hash",
+    "export_store",
+    "import_store",
+    "read_header",
+    "read_trailer",
+]

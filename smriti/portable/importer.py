@@ -1,0 +1,290 @@
+"""Streaming import of a portable export, batched, re-embedding when the model differs."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from smriti.errors import ConfigError, InvalidInput
+from smriti.logs import get_logger
+from smriti.model import CoOccurrence, Cue, Engram, Link
+from smriti.portable.format import (
+    EMBEDDING_MODEL_KEY,
+    EXPORTED_META_KEYS,
+    FORMAT,
+    KINDS,
+    VERSION,
+    ImportReport,
+    LineDigest,
+    association_from_record,
+    cue_from_record,
+    engram_from_record,
+    open_text,
+    source_of,
+)
+from smriti.progress import Progress
+
+if TYPE_CHECKING:
+    from smriti.embedding import Embedder
+    from smriti.engine.core import Engine
+    from smriti.storage import StorageBackend
+
+log = get_logger(__name__)
+
+IMPORT_BATCH = 1000
+EMBED_BATCH = 256
+
+
+def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The validated header of an export file (InvalidInput when it is not one)."""
+    with open_text(Path(path), "r") as f:
+        line = f.readline()
+    try:
+        header = json.loads(line)
+    except json.JSONDecodeError:
+        header = None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise InvalidInput(f"{path} is not a Smriti export (first line is not a header)")
+    version = header.get("version")
+    if not isinstance(version, int) or version > VERSION:
+        raise InvalidInput(
+            f"{path} is export format version {version!r}; this Smriti reads up to "
+            f"{VERSION}: upgrade smriti to import it"
+        )
+    return header
+
+
+def read_trailer(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The trailer of an export file; InvalidInput when the file is truncated."""
+    last = ""
+    with open_text(Path(path), "r") as f:
+        for line in f:  # streamed: memory stays flat for gzip and plain files alike
+            if line.strip():
+                last = line
+    try:
+        trailer = json.loads(last)
+    except json.JSONDecodeError:
+        trailer = None
+    if not isinstance(trailer, dict) or trailer.get("kind") != "trailer":
+        raise InvalidInput(f"{path} is truncated (no trailer line); re-export it")
+    return trailer
+
+
+def import_store(
+    target: Engine | StorageBackend,
+    path: str | os.PathLike[str],
+    progress: bool | None = None,
+    *,
+    merge: bool = False,
+) -> ImportReport:
+    """Load an export file into ``target`` (an opened Engine, or a bare StorageBackend).
+
+    Refuses a non-empty store unless ``merge`` is True; when merging, imported cues
+    whose name already exists are merged into the existing cue. When the file's
+    embedding model differs from the engine's embedder, engram contents and cue names
+    are re-embedded with the engine's embedder (a bare backend imports vectors as-is).
+    Raises InvalidInput for a malformed, truncated or newer-format file (nothing is
+    imported for a bad header or a truncated file).
+    """
+    started = time.perf_counter()
+    file = Path(path)
+    backend, embedder = source_of(target)
+    header = read_header(file)
+    trailer = read_trailer(file)
+    existing = backend.count_engrams()
+    if existing and not merge:
+        raise InvalidInput(
+            f"the store of user {backend.user!r} already holds {existing} memories; import "
+            "into an empty store, or merge into this one (--merge)"
+        )
+    source_model = header.get("embedding_model")
+    target_model = _target_model(backend, embedder, source_model)
+    re_embed = embedder is not None and source_model != target_model
+    report = ImportReport(str(file), str(header.get("user")), source_model, target_model, re_embed)
+    if re_embed:
+        log.warning(
+            "the export was embedded with another model: re-embedding engrams and cues",
+            source_model=source_model,
+            target_model=target_model,
+        )
+    loader = _Loader(backend, embedder if re_embed else None, existing > 0, report)
+    dims = None if re_embed else header.get("dims")
+    total = sum(int(v) for v in trailer.get("counts", {}).values())
+    with open_text(file, "r") as f, Progress("import", total, enabled=progress) as bar:
+        loader.bar = bar
+        f.readline()
+        digest = LineDigest()
+        for lineno, line in enumerate(f, start=2):
+            digest.update(line)
+            if line.strip():
+                _import_line(loader, line, lineno, dims, merge)
+        loader.flush()
+    report.body_digest = digest.hexdigest()
+    _check_counts(file, trailer, report)
+    if backend.get_meta(EMBEDDING_MODEL_KEY) is None and target_model:
+        backend.set_meta(EMBEDDING_MODEL_KEY, target_model)
+    if embedder is not None and hasattr(target, "dirty"):
+        target.dirty.set()
+    report.seconds = time.perf_counter() - started
+    log.info(
+        "imported",
+        path=str(file),
+        user=backend.user,
+        source_user=report.source_user,
+        re_embedded=re_embed,
+        **report.counts,
+        seconds=round(report.seconds, 3),
+    )
+    return report
+
+
+def _target_model(
+    backend: StorageBackend, embedder: Embedder | None, source_model: str | None
+) -> str | None:
+    stored = backend.get_meta(EMBEDDING_MODEL_KEY)
+    if embedder is None:
+        if stored and source_model and stored != source_model:
+            raise ConfigError(
+                f"the store holds vectors of {stored!r} but the export was embedded with "
+                f"{source_model!r}; import through an engine configured for {stored!r}"
+            )
+        return stored or source_model
+    current = embedder.model_id
+    if stored and stored != current:
+        raise ConfigError(
+            f"this store's memories were embedded with {stored!r} but the configured "
+            f"embedder is {current!r}; restore the previous embedding settings first"
+        )
+    return current
+
+
+def _import_line(loader: _Loader, line: str, lineno: int, dims: int | None, merge: bool) -> None:
+    try:
+        record = json.loads(line)
+        kind = record.get("kind")
+        if kind == "engram":
+            loader.add("engrams", _checked(engram_from_record(record), dims))
+        elif kind == "cue":
+            loader.add("cues", _checked(cue_from_record(record), dims))
+        elif kind == "link":
+            loader.add(
+                "links",
+                Link(
+                    str(record["engram_id"]),
+                    str(record["cue_id"]),
+                    float(record.get("strength", 1.0)),
+                ),
+            )
+        elif kind == "association":
+            loader.add("associations", association_from_record(record))
+        elif kind == "cooccurrence":
+            loader.add(
+                "cooccurrences",
+                CoOccurrence(
+                    str(record["source_id"]), str(record["target_id"]), float(record["strength"])
+                ),
+            )
+        elif kind == "meta":
+            if not merge and record.get("key") in EXPORTED_META_KEYS:
+                loader.meta[str(record["key"])] = str(record["value"])
+        elif kind not in ("trailer", "header"):
+            log.warning("unknown record kind skipped", kind=kind, line=lineno)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise InvalidInput(f"line {lineno} of the export is not a valid record: {exc}") from exc
+
+
+def _checked[T: (Engram, Cue)](item: T, dims: int | None) -> T:
+    emb = item.embedding
+    if dims is not None and emb is not None and emb.size != dims:
+        raise ValueError(f"{item.id} has a {emb.size}-d embedding, the header says {dims}")
+    return item
+
+
+def _check_counts(file: Path, trailer: dict[str, Any], report: ImportReport) -> None:
+    expected = {k: int(v) for k, v in trailer.get("counts", {}).items() if k in KINDS}
+    got = {k: report.counts[k] for k in expected}
+    if got != expected:
+        raise InvalidInput(f"{file}: imported {got} but the trailer lists {expected}")
+
+
+class _Loader:
+    """Batches records into ``import_records`` calls, re-embedding and merging cues."""
+
+    def __init__(
+        self,
+        backend: StorageBackend,
+        embedder: Embedder | None,
+        merge_cues: bool,
+        report: ImportReport,
+    ) -> None:
+        self.backend = backend
+        self.embedder = embedder
+        self.merge_cues = merge_cues
+        self.report = report
+        self.pending: dict[str, list[Any]] = {k: [] for k in KINDS}
+        self.size = 0
+        self.cue_map: dict[str, str] = {}
+        self.meta: dict[str, str] = {}
+        self.bar: Progress | None = None
+
+    def add(self, kind: str, item: Any) -> None:
+        self.pending[kind].append(item)
+        self.report.counts[kind] += 1
+        self.size += 1
+        if self.size >= IMPORT_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        p = self.pending
+        if self.embedder is not None:
+            p["engrams"] = self._re_embed(p["engrams"], [e.content for e in p["engrams"]])
+            p["cues"] = self._re_embed(p["cues"], [c.name for c in p["cues"]])
+        if self.merge_cues and p["cues"]:
+            p["cues"] = self._merge(p["cues"])
+        if self.cue_map:
+            m = self.cue_map
+            p["links"] = [
+                Link(x.engram_id, m.get(x.cue_id, x.cue_id), x.strength) for x in p["links"]
+            ]
+            p["cooccurrences"] = [
+                CoOccurrence(
+                    m.get(x.source_id, x.source_id), m.get(x.target_id, x.target_id), x.strength
+                )
+                for x in p["cooccurrences"]
+            ]
+        if self.size:
+            self.backend.import_records(*(p[k] for k in KINDS))
+        for key, value in self.meta.items():
+            self.backend.set_meta(key, value)
+        self.meta.clear()
+        if self.bar is not None:
+            self.bar.advance(self.size)
+        self.pending = {k: [] for k in KINDS}
+        self.size = 0
+
+    def _re_embed[T: (Engram, Cue)](self, items: list[T], texts: list[str]) -> list[T]:
+        assert self.embedder is not None
+        out: list[T] = []
+        for start in range(0, len(items), EMBED_BATCH):
+            vectors = self.embedder.embed(texts[start : start + EMBED_BATCH])
+            for item, vector in zip(items[start : start + EMBED_BATCH], vectors, strict=True):
+                item.embedding = np.asarray(vector, dtype=np.float32)
+                out.append(item)
+        return out
+
+    def _merge(self, cues: list[Cue]) -> list[Cue]:
+        existing = {c.name: c.id for c in self.backend.get_cues([c.name for c in cues])}
+        keep: list[Cue] = []
+        for cue in cues:
+            found = existing.get(cue.name)
+            if found is not None and found != cue.id:
+                self.cue_map[cue.id] = found
+                self.report.merged_cues += 1
+            else:
+                keep.append(cue)
+        return keep
