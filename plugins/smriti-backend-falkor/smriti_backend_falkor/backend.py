@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -480,14 +479,9 @@ class FalkorBackend(StorageBackend):
 
     def wait_for_indexes(self, timeout: float = 60.0) -> None:
         """Block until every index of the graph is operational (for tests, benchmarks)."""
-        assert self._indexes is not None
-        deadline = time.monotonic() + timeout
-        while not self._indexes.all_operational():
-            if time.monotonic() > deadline:
-                raise BackendError(
-                    f"FalkorDB indexes at {self.addr} still building after {timeout}s"
-                )
-            time.sleep(0.1)
+        assert self._indexes is not None, "open() first"
+        if not self._indexes.wait_operational(timeout):
+            raise BackendError(f"FalkorDB indexes at {self.addr} still building after {timeout}s")
 
 
 def _key(cue: Cue) -> str:

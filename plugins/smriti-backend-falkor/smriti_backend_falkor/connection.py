@@ -76,16 +76,20 @@ def connect(addr: str, password: str) -> Any:
     from redis.retry import Retry
 
     host, port = parse_addr(addr)
-    client = FalkorDB(
-        host=host,
-        port=port,
-        password=password or None,
-        socket_connect_timeout=CONNECT_TIMEOUT,
-        socket_timeout=SOCKET_TIMEOUT,
-        socket_keepalive=True,
-        retry=Retry(ExponentialBackoff(cap=2.0, base=0.1), CONNECT_RETRIES),
-        retry_on_error=[RedisConnectionError],
-        health_check_interval=30,
+    probe(addr, password)
+    client = call(
+        addr,
+        lambda: FalkorDB(
+            host=host,
+            port=port,
+            password=password or None,
+            socket_connect_timeout=CONNECT_TIMEOUT,
+            socket_timeout=SOCKET_TIMEOUT,
+            socket_keepalive=True,
+            retry=Retry(ExponentialBackoff(cap=2.0, base=0.1), CONNECT_RETRIES),
+            retry_on_error=[RedisConnectionError],
+            health_check_interval=30,
+        ),
     )
     try:
         call(addr, client.connection.ping)
@@ -94,6 +98,30 @@ def connect(addr: str, password: str) -> Any:
         close_quietly(client)
         raise
     return client
+
+
+def probe(addr: str, password: str) -> None:
+    """One connection attempt without retries, so a wrong address or password fails fast.
+
+    (redis-py treats authentication errors as connection errors and would retry them.)
+    """
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    host, port = parse_addr(addr)
+    conn = redis.Redis(
+        host=host,
+        port=port,
+        password=password or None,
+        socket_connect_timeout=CONNECT_TIMEOUT,
+        socket_timeout=CONNECT_TIMEOUT,
+        retry=Retry(NoBackoff(), 0),
+    )
+    try:
+        call(addr, conn.ping)
+    finally:
+        conn.close()
 
 
 def close_quietly(client: Any) -> None:

@@ -8,6 +8,7 @@ formatted in as an ``int`` and labels are constants: no user text reaches them.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,8 @@ EF_RUNTIME = 200
 EF_CONSTRUCTION = 200
 HNSW_M = 16
 VECTOR_LABELS = ("Engram", "Cue")
+#: Seconds to wait for a new index to be built before searching without it.
+BUILD_WAIT = 60.0
 
 Run = Callable[..., list]
 RunSchema = Callable[[str], Any]
@@ -76,7 +79,7 @@ class IndexState:
                 created.append(f"{label}.{field}")
         created += self._ensure_fulltext()
         if created:
-            self.refresh()
+            self.wait_operational()
         return created
 
     def _ensure_fulltext(self) -> list[str]:
@@ -123,8 +126,8 @@ class IndexState:
                 f"efConstruction: {EF_CONSTRUCTION}, efRuntime: {EF_RUNTIME}}}"
             )
             created.append(f"{label}.embedding (vector, cosine, {dims}d)")
-        self.refresh()
         if created:
+            self.wait_operational()
             log.info("falkordb_indexes_created", indexes=created)
         return created
 
@@ -137,6 +140,17 @@ class IndexState:
             self.refresh()
             info = self._has(label, "embedding", "VECTOR")
         return info is not None and info.operational
+
+    def wait_operational(self, timeout: float = BUILD_WAIT) -> bool:
+        """Wait (bounded) until new indexes are built: FalkorDB builds them in the
+        background and a full-text index answers nothing until it is operational."""
+        deadline = time.monotonic() + timeout
+        while not self.all_operational():
+            if time.monotonic() > deadline:
+                log.warning("falkordb_index_build_slow", waited_s=timeout)
+                return False
+            time.sleep(0.02)
+        return True
 
     def all_operational(self) -> bool:
         """True when no index of the graph is still being built."""

