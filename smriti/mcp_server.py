@@ -544,13 +544,14 @@ def _raise_shutdown(signum: int, frame: object) -> None:
 
 def _note_signal(signum: int, frame: object) -> None:
     _stop_requested.set()
-    log.info("shutdown already in progress", signal=signal.Signals(signum).name)
+    log.info("signal received; shutting down", signal=signal.Signals(signum).name)
 
 
-def _set_signal_handlers(handler: Callable[[int, Any], None]) -> None:
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, handler)
+def _set_signal_handlers(handler: Any) -> dict[int, Any]:
+    """Install ``handler`` for SIGTERM and SIGINT; returns the previous handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}  # only the main thread may set handlers (e.g. run in a test thread)
+    return {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
 
 
 def run_server(
@@ -562,37 +563,37 @@ def run_server(
     """Open the engine, serve MCP until stdin EOF or SIGTERM/SIGINT, close, return 0.
 
     Logging is configured to stderr first; stdout carries only protocol. The engine is
-    always closed (flush and final backup sync) before returning.
+    always closed (flush and final backup sync) before returning. Errors while opening
+    (ConfigError, BackendError, ...) propagate after cleanup.
     """
     configure_logging(settings.log_level)
     from smriti.engine import Engine
 
     _stop_requested.clear()
-    _set_signal_handlers(_raise_shutdown)
-    engine = Engine.from_settings(settings)
+    # Until the event loop runs, a signal interrupts whatever is happening (e.g. a slow
+    # restore); afterwards the loop (stdio) or uvicorn (HTTP) handles it.
+    previous = _set_signal_handlers(_raise_shutdown)
+    engine: Engine | None = None
     try:
+        engine = Engine.from_settings(settings)
         engine.open()
-    except _Shutdown:
-        _set_signal_handlers(_note_signal)
-        engine.close()
-        return 0
-    except BaseException:
-        _set_signal_handlers(_note_signal)
-        engine.close()
-        raise
-    try:
         server = build_server(engine)
         _set_signal_handlers(_note_signal)
         engine.start_background()
         log.info("serving", transport=transport, user=engine.user)
+        if transport == "stdio" and sys.stdin.isatty():
+            log.warning("waiting for an MCP client on stdin; see `smriti --help` for commands")
         anyio.run(_serve, server, transport, host, port)
     except _Shutdown:
-        pass
+        log.info("signal received before serving started")
     finally:
-        _set_signal_handlers(_note_signal)
-        log.info("shutting down")
-        engine.stop_background()
-        engine.close()
+        _set_signal_handlers(_note_signal)  # a second signal must not cut the close short
+        if engine is not None:
+            log.info("shutting down")
+            engine.stop_background()
+            engine.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     log.info("stopped")
     return 0
 

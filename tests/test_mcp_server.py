@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 from mcp.client import Client
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult
 
 from smriti.config import Settings
 from smriti.engine import Engine
-from smriti.mcp_server import build_server
+from smriti.mcp_server import build_server, parse_importance, run_engine
 from smriti.model import MEMORY_TYPES
 from smriti.plugins import create_plugin_manager
 
@@ -331,3 +332,28 @@ async def test_engine_failure_is_a_tool_error_not_a_crash(client: Client, engine
     engine.backend.close()  # the store goes away under the server
     result = await call(client, "smriti_store", content="written after the store closed")
     assert error_text(result)
+
+
+# --------------------------------------------------------------------------- the edge itself
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, -0.01, 1.01, None, True, "", [1]])
+def test_parse_importance_rejects(value: Any) -> None:
+    with pytest.raises(ToolError, match="importance"):
+        parse_importance(value)
+
+
+def test_parse_importance_accepts_numbers_and_leaves_words_to_the_engine() -> None:
+    assert parse_importance(0) == 0.0 and parse_importance(1) == 1.0
+    assert parse_importance(" 0.25 ") == 0.25
+    assert parse_importance("high") == "high"
+
+
+async def test_unexpected_exception_becomes_a_generic_tool_error() -> None:
+    def broken() -> None:
+        raise RuntimeError("secret internal detail")
+
+    with pytest.raises(ToolError) as caught:
+        await run_engine(broken)
+    assert "secret internal detail" not in str(caught.value)
+    assert "server log" in str(caught.value)

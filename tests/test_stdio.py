@@ -12,12 +12,14 @@ import json
 import os
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -177,3 +179,42 @@ def test_sigterm_while_idle_exits_zero_and_keeps_data(tmp_path: Path) -> None:
     assert again.returncode == 0, again.stderr.decode()
     contents = [r["content"] for r in json.loads(again.stdout)["results"]]
     assert contents == ["kept after SIGTERM"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.anyio
+async def test_streamable_http_then_sigterm_exits_zero(tmp_path: Path) -> None:
+    port = free_port()
+    err_file = tmp_path / "stderr.log"
+    with err_file.open("wb") as errlog:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "smriti", "serve", "--transport", "http", "--port", str(port)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=errlog,
+            env=server_env(tmp_path),
+        )
+        try:
+            for _ in range(600):  # wait for the listening socket
+                with socket.socket() as probe:
+                    if probe.connect_ex(("127.0.0.1", port)) == 0:
+                        break
+                assert proc.poll() is None, err_file.read_text()
+                await anyio.sleep(0.1)
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                stored = await client.call_tool("smriti_store", {"content": "over streamable HTTP"})
+                assert not stored.is_error, stored
+                recalled = await client.call_tool("smriti_recall", {"query": "streamable HTTP"})
+                assert recalled.structured_content["count"] == 1
+            proc.send_signal(signal.SIGTERM)
+            stdout, _ = proc.communicate(timeout=30)
+        finally:
+            proc.kill()
+    assert proc.returncode == 0, err_file.read_text()
+    assert stdout == b""  # HTTP mode too keeps stdout clean; logs go to stderr
+    assert "stopped" in err_file.read_text()
