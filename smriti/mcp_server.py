@@ -147,6 +147,13 @@ ImportanceArg = Annotated[
         "Important memories rank higher and are never pruned by decay."
     ),
 ]
+# Agents sometimes send tags as a JSON array although the schema says string; accept both
+# (the engine validates either form).
+TagsArg = Annotated[
+    Any,
+    WithJsonSchema({"type": "string"}),
+    Field(description="Comma-separated tags, e.g. 'work, project-x'."),
+]
 LimitArg = Annotated[
     Any,
     WithJsonSchema({"type": "integer", "minimum": 1}),
@@ -248,7 +255,8 @@ def parse_importance(value: Any) -> float | str:
                 raise _bad("importance must be a number from 0.0 to 1.0, got ''") from None
             return text
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _bad(f"importance must be a number from 0.0 to 1.0, got {value!r}")
+        shown = "null" if value is None else repr(value)[:40]
+        raise _bad(f"importance must be a number from 0.0 to 1.0, got {shown}")
     value = float(value)
     if math.isnan(value) or not 0.0 <= value <= 1.0:
         raise _bad(f"importance must be a number from 0.0 to 1.0, got {value!r}")
@@ -402,9 +410,7 @@ def _add_store(server: MCPServer, engine: Engine) -> None:
     async def smriti_store(
         content: Annotated[str, Field(description="The memory text, self-contained.")],
         importance: ImportanceArg = 0.5,
-        tags: Annotated[
-            str, Field(description="Comma-separated tags, e.g. 'work, project-x'.")
-        ] = "",
+        tags: TagsArg = "",
         source: Annotated[
             str, Field(description="Where this came from, e.g. 'chat', a URL or file.")
         ] = "",

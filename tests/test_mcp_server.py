@@ -270,6 +270,14 @@ async def test_bad_recall_input_is_a_tool_error(
     assert mentions in error_text(result)
 
 
+async def test_tags_may_also_be_a_list(client: Client) -> None:
+    stored = await call(client, "smriti_store", content="listed tags", tags=["a, b", " c "])
+    assert not stored.is_error, stored
+    assert stored.structured_content["tags"] == ["a, b", "c"]
+    bad = await call(client, "smriti_store", content="bad tags", tags={"not": "tags"})
+    assert "tags" in error_text(bad)
+
+
 async def test_limit_accepts_numeric_strings(client: Client) -> None:
     await call(client, "smriti_store", content="one memory")
     result = await call(client, "smriti_recall", limit="3")
