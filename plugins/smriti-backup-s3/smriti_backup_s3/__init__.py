@@ -1,0 +1,1 @@
+"""S3 backup provider for Smriti (``BACKUP_TYPE=s3``)."""
