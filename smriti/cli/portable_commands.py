@@ -1,0 +1,93 @@
+"""``smriti export``, ``smriti import`` and ``smriti hash``: portable copies of a memory.
+
+``export PATH`` writes the user's whole graph as versioned JSON Lines (``.gz`` paths are
+compressed); ``import PATH`` loads such a file into the user's store (empty, unless
+``--merge``), re-embedding when the file came from another embedding model; ``hash``
+prints the store's canonical fingerprint, equal on both sides of an exact copy.
+A progress line is drawn on stderr when it is a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from smriti.cli import output
+from smriti.cli.commands import open_engine
+
+
+def export(args: argparse.Namespace) -> int:
+    """Write the user's memory to PATH."""
+    from smriti.portable import export_store
+
+    with open_engine(args) as engine:
+        report = export_store(
+            engine, Path(args.path), vectors="list" if args.float_lists else "base64"
+        )
+    output.emit(report.to_dict(), args.json, _format_export)
+    return 0
+
+
+def import_(args: argparse.Namespace) -> int:
+    """Load PATH into the user's store."""
+    from smriti.portable import import_store
+
+    with open_engine(args) as engine:
+        report = import_store(engine, Path(args.path), merge=args.merge)
+    output.emit(report.to_dict(), args.json, _format_import)
+    return 0
+
+
+def hash_(args: argparse.Namespace) -> int:
+    """Print the canonical hash of the user's store."""
+    from smriti.portable import canonical_hash
+
+    with open_engine(args) as engine:
+        data = {
+            "user": engine.user,
+            "canonical_hash": canonical_hash(engine),
+            **engine.backend.counts(),
+        }
+    output.emit(data, args.json, lambda d: d["canonical_hash"])
+    return 0
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{v} {k}" for k, v in counts.items())
+
+
+def _format_export(d: dict[str, Any]) -> str:
+    size = d["bytes"] / 1e6
+    line = f"exported {_counts(d['counts'])} to {d['path']} ({size:.1f} MB, {d['seconds']:.1f} s)"
+    if d.get("skipped_edges"):
+        line += f"\n{d['skipped_edges']} edges written during the export were left out"
+    return line
+
+
+def _format_import(d: dict[str, Any]) -> str:
+    line = f"imported {_counts(d['counts'])} from {d['path']} ({d['seconds']:.1f} s)"
+    if d["re_embedded"]:
+        line += f"\nre-embedded with {d['target_model']} (the file used {d['source_model']})"
+    if d["merged_cues"]:
+        line += f"\n{d['merged_cues']} cues merged into existing ones"
+    return line
+
+
+def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """Register ``export``, ``import`` and ``hash`` on the ``smriti`` subparsers."""
+    p = sub.add_parser("export", parents=[common], help="write your memory to a JSONL file")
+    p.add_argument("path", metavar="PATH", help="output file (.gz to compress)")
+    p.add_argument(
+        "--float-lists", action="store_true", help="write embeddings as JSON numbers, not base64"
+    )
+    p.add_argument("--json", action="store_true", help="print JSON for scripts")
+    p.set_defaults(handler=export)
+    p = sub.add_parser("import", parents=[common], help="load a file made by `smriti export`")
+    p.add_argument("path", metavar="PATH", help="a smriti export (.jsonl or .jsonl.gz)")
+    p.add_argument("--merge", action="store_true", help="add to a store that is not empty")
+    p.add_argument("--json", action="store_true", help="print JSON for scripts")
+    p.set_defaults(handler=import_)
+    p = sub.add_parser("hash", parents=[common], help="canonical hash of your memory graph")
+    p.add_argument("--json", action="store_true", help="print JSON for scripts")
+    p.set_defaults(handler=hash_)

@@ -1,0 +1,90 @@
+"""``smriti export``, ``import``, ``hash`` and ``sync`` run as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """No API keys; storage, HOME and a git backup remote inside the test's directory."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "--quiet", "--bare", str(remote)], check=True)
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.endswith("_API_KEY") and k not in {"ACCESSING_USER", "DB_TYPE", "LOG_LEVEL"}
+    }
+    clean.update(
+        STORAGE_LOCATION=str(tmp_path / "store"),
+        ACCESSING_USER="alice",
+        HOME=str(tmp_path / "home"),
+        BACKUP_TYPE="none",
+        GIT_BASE_URL=str(remote),
+    )
+    return clean
+
+
+def smriti(env: dict[str, str], *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "smriti", *args],
+        env={**env, **extra},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> Any:
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_export_import_hash(env: dict[str, str], tmp_path: Path) -> None:
+    for text in (
+        "alice drinks espresso every morning",
+        "espresso needs a fine grinder",
+        "the grinder broke on monday",
+    ):
+        ok(smriti(env, "store", text, "--json"))
+    path = tmp_path / "alice.jsonl.gz"
+    exported = ok(smriti(env, "export", str(path), "--json"))
+    assert exported["counts"]["engrams"] == 3 and path.stat().st_size == exported["bytes"]
+    imported = ok(smriti(env, "import", str(path), "--json", ACCESSING_USER="bob"))
+    assert imported["counts"] == exported["counts"] and imported["source_user"] == "alice"
+    alice = ok(smriti(env, "hash", "--json"))
+    bob = ok(smriti(env, "hash", "--json", ACCESSING_USER="bob"))
+    assert alice["canonical_hash"] == bob["canonical_hash"] and bob["engrams"] == 3
+    again = smriti(env, "import", str(path), ACCESSING_USER="bob")
+    assert again.returncode == 2 and "already holds 3 memories" in again.stderr
+    assert "Traceback" not in again.stderr
+    merged = ok(smriti(env, "import", str(path), "--merge", "--json", ACCESSING_USER="bob"))
+    assert merged["counts"]["engrams"] == 3
+
+
+def test_import_of_a_broken_file_is_one_error_line(env: dict[str, str], tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("hello\n")
+    result = smriti(env, "import", str(bad))
+    assert result.returncode == 2 and "is not a Smriti export" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_sync_reports_what_was_pushed(env: dict[str, str], tmp_path: Path) -> None:
+    git_env = {**env, "BACKUP_TYPE": "git"}
+    ok(smriti(env, "store", "a memory worth backing up", "--json"))  # no backup yet
+    first = ok(smriti(git_env, "sync", "--json"))
+    assert first["provider"] == "git" and first["pushed"] == ["alice/memory.jsonl"]
+    assert "pushed commit" in first["message"]
+    ok(smriti(git_env, "store", "stored with the backup on", "--json"))  # pushed at close
+    second = smriti(git_env, "sync")
+    assert second.returncode == 0 and "nothing to push" in second.stdout
+    restored = ok(smriti(git_env, "stats", "--json", STORAGE_LOCATION=str(tmp_path / "new")))
+    assert restored["engrams"] == 2
