@@ -3,11 +3,11 @@
 The public framework API for plugin authors lives here.
 """
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 import pluggy
 
-from smriti.backup import BackupProvider, SyncReport
-from smriti.clustering import Clusterer, ClusterResult
-from smriti.embedding import Embedder
 from smriti.errors import (
     BackendError,
     BackupError,
@@ -21,8 +21,34 @@ from smriti.errors import (
     StoreLockedError,
     UnknownBackendError,
 )
-from smriti.extraction import CueExtractor
-from smriti.storage import EngramStats, StorageBackend, StoredMemory
+
+if TYPE_CHECKING:
+    from smriti.backup import BackupProvider, SyncReport
+    from smriti.clustering import Clusterer, ClusterResult
+    from smriti.embedding import Embedder
+    from smriti.extraction import CueExtractor
+    from smriti.storage import EngramStats, StorageBackend, StoredMemory
+
+# The base classes pull in numpy; import them on first use so `smriti --help` and
+# plugin entry modules stay fast.
+_LAZY = {
+    "BackupProvider": "smriti.backup",
+    "SyncReport": "smriti.backup",
+    "Clusterer": "smriti.clustering",
+    "ClusterResult": "smriti.clustering",
+    "Embedder": "smriti.embedding",
+    "CueExtractor": "smriti.extraction",
+    "EngramStats": "smriti.storage",
+    "StorageBackend": "smriti.storage",
+    "StoredMemory": "smriti.storage",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'smriti' has no attribute {name!r}")
+
 
 hookimpl = pluggy.HookimplMarker("smriti")
 

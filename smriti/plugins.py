@@ -196,7 +196,11 @@ class Registry:
         except KeyError:
             installed = ", ".join(sorted(self.classes[kind])) or "none"
             hint = INSTALL_HINTS.get(name)
-            advice = f"; install it with: pip install '{hint}'" if hint else ""
+            advice = (
+                f"; install it with: pip install '{hint}'"
+                if hint
+                else "; run `smriti plugins` to see installed plugins and load failures"
+            )
             raise UnknownBackendError(
                 f"{variable}={name!r} is not installed (installed: {installed}){advice}"
             ) from None
