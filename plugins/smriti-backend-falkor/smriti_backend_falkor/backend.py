@@ -79,6 +79,7 @@ class FalkorBackend(StorageBackend):
         self.addr = addr
         self.isolation = isolation
         self.graph_name = graph_name_for(user, isolation, graph)
+        self.multi_tenant = isolation == "tenant"  # type: ignore[misc]
         self._password = password
         self._client: Any = None
         self._graph: Any = None
@@ -209,7 +210,9 @@ class FalkorBackend(StorageBackend):
     def _check_existing(self, engram: Engram) -> None:
         """After a no-op add: fine if it is a retried write, an error for a reused id."""
         found = self.get_engrams([engram.id])
-        if not found or found[0].content != engram.content:
+        if not found:
+            raise BackendError(f"FalkorDB at {self.addr} did not store engram {engram.id!r}")
+        if found[0].content != engram.content:
             raise BackendError(f"an engram with id {engram.id!r} already exists")
 
     def update_engrams(self, updates: Sequence[EngramUpdate]) -> None:
