@@ -20,6 +20,7 @@ import itertools
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -100,7 +101,7 @@ class Neo4jBackend(StorageBackend):
         self.connect_timeout = connect_timeout
         self.retry_seconds = retry_seconds
         self._driver: Driver | None = None
-        self._vector_dims: dict[str, int] = {}  # ONLINE vector indexes and their widths
+        self._vector_indexes: dict[str, _VectorIndex] = {}  # usable ones, by label
         self._lock = threading.Lock()
 
     @classmethod
@@ -162,6 +163,7 @@ class Neo4jBackend(StorageBackend):
                 connection_acquisition_timeout=self.connect_timeout * 2,
                 max_transaction_retry_time=self.retry_seconds,
                 user_agent="smriti-backend-neo4j",
+                notifications_min_severity="OFF",  # "unknown property" on a fresh database
             )
         except (ValueError, DriverError) as exc:
             raise BackendError(f"NEO4J_URI={self.uri!r} is not a usable Neo4j URI: {exc}") from None
@@ -295,10 +297,9 @@ class Neo4jBackend(StorageBackend):
         existing = self._refresh_vector_indexes()
         created = []
         for name, statement in q.CREATE_VECTOR_INDEX.items():
-            if name in existing:
-                if existing[name] != dims:
-                    log.warning("neo4j vector index has another width; using exact search",
-                                index=name, index_dims=existing[name], dims=dims)  # fmt: skip
+            label = q.VECTOR_INDEX_LABELS[name]
+            if label in existing:
+                self._check_index(existing[label], dims)
                 continue
             self._run(statement, dims=dims)
             self._run(q.AWAIT_INDEX, name=name, seconds=INDEX_WAIT_SECONDS)
@@ -308,17 +309,26 @@ class Neo4jBackend(StorageBackend):
             self._refresh_vector_indexes()
         return created
 
-    def _refresh_vector_indexes(self) -> dict[str, int]:
-        """Every vector index of the database with its width; remember the ONLINE ones."""
-        found: dict[str, int] = {}
-        online: dict[str, int] = {}
+    def _check_index(self, index: _VectorIndex, dims: int) -> None:
+        if index.dims != dims or not index.cosine:
+            log.warning(
+                "an existing Neo4j vector index does not fit; using exact search",
+                index=index.name, index_dims=index.dims, dims=dims, cosine=index.cosine,
+            )  # fmt: skip
+
+    def _refresh_vector_indexes(self) -> dict[str, _VectorIndex]:
+        """The vector indexes on ``:Engram(embedding)`` and ``:Cue(embedding)`` by label;
+        remember the usable (ONLINE, cosine) ones."""
+        found: dict[str, _VectorIndex] = {}
         for record in self._run(q.VECTOR_INDEXES, read=True):
             config = (record["options"] or {}).get("indexConfig", {})
-            width = int(config.get("vector.dimensions") or 0)
-            found[record["name"]] = width
-            if record["state"] == "ONLINE":
-                online[record["name"]] = width
-        self._vector_dims = online
+            found[record["label"]] = _VectorIndex(
+                name=record["name"],
+                dims=int(config.get("vector.dimensions") or 0),
+                cosine=str(config.get("vector.similarity_function", "")).upper() == "COSINE",
+                online=record["state"] == "ONLINE",
+            )
+        self._vector_indexes = {k: v for k, v in found.items() if v.online and v.cosine}
         return found
 
     # -- writes ----------------------------------------------------------------------------
@@ -452,7 +462,7 @@ class Neo4jBackend(StorageBackend):
         if k <= 0:
             return []
         params = {"vector": vector_param(embedding), "memory_type": memory_type}
-        hits = self._index_search(q.ENGRAM_VECTOR_INDEX, q.ENGRAM_VECTOR_QUERY, k, params)
+        hits = self._index_search("Engram", q.ENGRAM_VECTOR_QUERY, k, params)
         if hits is None:
             records = self._read(q.ENGRAM_VECTOR_EXACT, k=int(k), **params)
             hits = [(r["id"], r["score"]) for r in records]
@@ -463,24 +473,24 @@ class Neo4jBackend(StorageBackend):
         if k <= 0:
             return []
         params = {"vector": vector_param(embedding)}
-        hits = self._index_search(q.CUE_VECTOR_INDEX, q.CUE_VECTOR_QUERY, k, params)
+        hits = self._index_search("Cue", q.CUE_VECTOR_QUERY, k, params)
         if hits is None:
             records = self._read(q.CUE_VECTOR_EXACT, k=int(k), **params)
             hits = [(r["p"], r["score"]) for r in records]
         return [(cue_from(p), _cosine(s)) for p, s in hits]
 
     def _index_search(
-        self, index: str, statement: str, k: int, params: dict[str, Any]
+        self, label: str, statement: str, k: int, params: dict[str, Any]
     ) -> list[tuple[Any, float]] | None:
         """Hits from a vector index filtered by user before the cut, or None when the
         index is missing, of another width, or when an exact scan is the better plan."""
-        width = self._vector_dims.get(index)
-        if width is None or width != len(params["vector"] or ()):
+        index = self._vector_indexes.get(label)
+        if index is None or index.dims != len(params["vector"] or ()):
             return None
         try:
-            return self._filtered_index_hits(statement, k, params)
+            return self._filtered_index_hits(statement, k, {**params, "index": index.name})
         except BackendError as exc:
-            log.warning("neo4j vector index query failed; exact search", index=index,
+            log.warning("neo4j vector index query failed; exact search", index=index.name,
                         error=str(exc))  # fmt: skip
             self._refresh_vector_indexes()
             return None
@@ -492,9 +502,10 @@ class Neo4jBackend(StorageBackend):
         the index runs out; None when that needs more than ``MAX_FETCH`` hits."""
         fetch = max(k * OVERFETCH, MIN_FETCH)
         while fetch <= MAX_FETCH:
-            record = self._read(statement, fetch=fetch, k=int(k), **params)[0]
+            record = self._read(statement, fetch=fetch, **params)[0]
             if len(record["hits"]) >= k or record["raw"] < fetch:
-                return [(h[0], h[1]) for h in record["hits"]]
+                hits = sorted(record["hits"], key=lambda h: -h[1])
+                return [(h[0], h[1]) for h in hits[:k]]
             fetch *= GROWTH
         return None
 
@@ -588,6 +599,14 @@ class Neo4jBackend(StorageBackend):
         """Every CoOccurs edge of the user."""
         for source, target, strength in self._edge_pages(q.COOCCURS_PAGE):
             yield CoOccurrence(source, target, float(strength))
+
+
+@dataclass(frozen=True, slots=True)
+class _VectorIndex:
+    name: str
+    dims: int
+    cosine: bool
+    online: bool
 
 
 def _cosine(normalised_score: float) -> float:

@@ -31,7 +31,15 @@ MIGRATIONS = (
     "e.tags_text = reduce(s = '', t IN coalesce(e.tags, []) | s + ' ' + t)",
 )
 
-VECTOR_INDEXES = "SHOW VECTOR INDEXES YIELD name, state, options RETURN name, state, options"
+# Vector indexes are found by what they cover, not by name: one made by another tool (or
+# the reference server) on :Engram(embedding) blocks ours and is used instead if it fits.
+VECTOR_INDEXES = """
+SHOW VECTOR INDEXES YIELD name, state, options, labelsOrTypes, properties, entityType
+WHERE entityType = 'NODE' AND properties = ['embedding']
+  AND any(label IN labelsOrTypes WHERE label IN ['Engram', 'Cue'])
+RETURN name, state, options, labelsOrTypes[0] AS label
+"""
+VECTOR_INDEX_LABELS = {ENGRAM_VECTOR_INDEX: "Engram", CUE_VECTOR_INDEX: "Cue"}
 CREATE_VECTOR_INDEX = {
     ENGRAM_VECTOR_INDEX: f"CREATE VECTOR INDEX {ENGRAM_VECTOR_INDEX} IF NOT EXISTS "
     "FOR (e:Engram) ON e.embedding OPTIONS {indexConfig: {"
@@ -244,17 +252,19 @@ RETURN source, target, r.strength AS strength, r.relation_type AS relation_type,
 # -- search ----------------------------------------------------------------------------
 # Index queries return the raw hit count too, so the caller knows when the index is
 # exhausted; the user (and memory type) filter runs before the caller's k cut.
-ENGRAM_VECTOR_QUERY = f"""
-CALL db.index.vector.queryNodes('{ENGRAM_VECTOR_INDEX}', $fetch, $vector) YIELD node, score
+# Hits are re-scored exactly: index scores are approximate (quantized indexes, made by
+# other tools, are off by several percent), and the caller sorts and cuts.
+ENGRAM_VECTOR_QUERY = """
+CALL db.index.vector.queryNodes($index, $fetch, $vector) YIELD node
 WITH count(*) AS raw, collect(CASE
   WHEN node.user = $user AND ($memory_type IS NULL OR node.memory_type = $memory_type)
-  THEN [node.id, score] END) AS hits
-RETURN raw, hits[..$k] AS hits
+  THEN node END) AS nodes
+RETURN raw, [n IN nodes | [n.id, vector.similarity.cosine(n.embedding, $vector)]] AS hits
 """
-CUE_VECTOR_QUERY = f"""
-CALL db.index.vector.queryNodes('{CUE_VECTOR_INDEX}', $fetch, $vector) YIELD node, score
-WITH count(*) AS raw, collect(CASE WHEN node.user = $user THEN [node, score] END) AS hits
-RETURN raw, [h IN hits[..$k] | [properties(h[0]), h[1]]] AS hits
+CUE_VECTOR_QUERY = """
+CALL db.index.vector.queryNodes($index, $fetch, $vector) YIELD node
+WITH count(*) AS raw, collect(CASE WHEN node.user = $user THEN node END) AS nodes
+RETURN raw, [n IN nodes | [properties(n), vector.similarity.cosine(n.embedding, $vector)]] AS hits
 """
 TEXT_QUERY = f"""
 CALL db.index.fulltext.queryNodes('{ENGRAM_TEXT_INDEX}', $query, {{limit: $fetch}})
