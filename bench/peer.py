@@ -24,6 +24,7 @@ that (as shipped) and with saving disabled (in-memory), and the ratio for both.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import sys
 import time
@@ -41,6 +42,8 @@ from common import latency_summary, table
 log = structlog.get_logger("bench.peer")
 PEER = ("mcp-super-memory", "0.4.4")
 REAL_ADDS = 150
+#: Questions timed with the JSON rewrite after each recall (it is slow at 5,000).
+AS_SHIPPED_QUESTIONS = 10
 
 
 def _httpx_stub() -> None:
@@ -72,8 +75,15 @@ def load_module(data_dir: Path, embedder: locomo.CachingEmbedder) -> Any:
     os.environ["SUPER_MEMORY_DATA_DIR"] = str(data_dir)
     os.environ.setdefault("EMBEDDING_BACKEND", "local")
     _httpx_stub()
-    sys.path.insert(0, str(dest))
-    import super_memory.memory_graph as mg
+    # Its package __init__ imports the MCP server module, written for mcp 1.x (FastMCP);
+    # the memory graph itself is a standalone module, so load just that file.
+    spec = importlib.util.spec_from_file_location(
+        "super_memory_graph", dest / "super_memory" / "memory_graph.py"
+    )
+    assert spec is not None and spec.loader is not None
+    mg: Any = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mg
+    spec.loader.exec_module(mg)
 
     def embed(text: str) -> list[float]:
         return [float(x) for x in embedder.embed([text])[0]]
@@ -249,11 +259,15 @@ def compare(
         "superseded": len(graph._superseded_by),
         "keys": len(graph.keys),
     }
-    for label, persist in (("as_shipped", True), ("in_memory", False)):
-        if not persist:
+    # As shipped, every recall rewrites the whole graph as JSON: latency on a few questions.
+    for label, asked in (
+        ("as_shipped", questions[:AS_SHIPPED_QUESTIONS]),
+        ("in_memory", questions),
+    ):
+        if label == "in_memory":
             graph.save = _no_save
         lat, tally = [], locomo.Tally()
-        for q in questions:
+        for q in asked:
             saved = {
                 m: (v.depth, v.access_count, v.last_accessed) for m, v in graph.memories.items()
             }
@@ -266,7 +280,8 @@ def compare(
                 m = graph.memories[r["id"]]
                 m.depth, m.access_count, m.last_accessed = saved[r["id"]]
         result["super_memory"][f"recall_{label}"] = latency_summary(lat)
-        result["super_memory"]["quality"] = tally.means()
+        if label == "in_memory":
+            result["super_memory"]["quality"] = tally.means()
     loop.close()
     smriti_p50 = result["smriti"]["recall"]["p50_ms"]
     for label in ("as_shipped", "in_memory"):

@@ -151,7 +151,10 @@ def prime(embedder: locomo.CachingEmbedder, texts: Sequence[str]) -> None:
 
 
 def evaluate(
-    conversations: Sequence[locomo.Conversation], embedder: locomo.CachingEmbedder, root: str
+    conversations: Sequence[locomo.Conversation],
+    embedder: locomo.CachingEmbedder,
+    root: str,
+    variants: bool = False,
 ) -> dict[str, Any]:
     """Every system on every conversation: tallies, latencies and counts."""
     pm = plugin_manager()
@@ -182,6 +185,8 @@ def evaluate(
                     "RRF(BM25,dense)": locomo.rrf(lexical, dense),
                     "Smriti recall": recalled,
                 }
+                if variants:
+                    rankings.update(variant_rankings(engine, q.text))
                 for system, ranking in rankings.items():
                     tallies.setdefault(system, locomo.Tally()).add(
                         q.category, locomo.scores(ranking, q.gold)
@@ -194,6 +199,18 @@ def evaluate(
         "store_latency": latency_summary(timing["store"]),
         "recall_latency": latency_summary(timing["recall"]),
     }
+
+
+def variant_rankings(engine: Any, text: str) -> dict[str, list[str]]:
+    """Rankings under the scoring experiments of bench/variants.py (no strengthening)."""
+    import variants as v
+
+    out = {}
+    for k_factor in (2, 5):
+        ch = v.channels(engine, text, 10, k_factor)
+        for rule in v.RULES:
+            out[f"exp {rule} k={k_factor}x"] = [e.source for e in v.ranked(engine, ch, rule, 10)]
+    return out
 
 
 def print_quality(systems: dict[str, dict[str, dict[str, float]]]) -> None:
@@ -218,6 +235,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--model-dir", default=None, help="MiniLM directory (default: fetched)")
     p.add_argument("--data", type=Path, default=locomo.DATA)
     p.add_argument("--conversations", default="", help="comma-separated sample ids")
+    p.add_argument("--variants", action="store_true", help="scoring experiments (variants.py)")
     p.add_argument("--peer", action="store_true", help="also compare with mcp-super-memory")
     p.add_argument("--peer-only", action="store_true", help="only the peer comparison")
     p.add_argument("--peer-size", type=int, default=5000)
@@ -236,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     payload: dict[str, Any] = {"machine": machine(), "args": vars(args), "model": embedder.model_id}
     with tempfile.TemporaryDirectory(prefix="smriti-quality-") as root:
         if not args.peer_only:
-            result = evaluate(conversations, embedder, root)
+            result = evaluate(conversations, embedder, root, args.variants)
             payload["locomo"] = result
             print(f"LoCoMo dev, turn = memory, embedder {embedder.model_id}")
             print_quality(result["systems"])
