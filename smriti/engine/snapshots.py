@@ -14,6 +14,7 @@ elsewhere is never overwritten by a store that missed it.
 from __future__ import annotations
 
 import tempfile
+import threading
 import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,12 +33,25 @@ DIGEST_KEY = "backup.{provider}.digest"
 
 #: Engines whose restore at open failed: the next push merges the remote in first.
 _restore_pending: weakref.WeakSet[Engine] = weakref.WeakSet()
+#: One push at a time per engine (the periodic thread and an explicit sync may overlap).
+_push_locks: weakref.WeakKeyDictionary[Engine, threading.Lock] = weakref.WeakKeyDictionary()
+_locks_guard = threading.Lock()
+
+
+def _push_lock(engine: Engine) -> threading.Lock:
+    with _locks_guard:
+        return _push_locks.setdefault(engine, threading.Lock())
 
 
 def push_snapshot(engine: Engine) -> SyncReport:
     """Export the user's graph into a temporary directory and hand it to the provider."""
     if engine.backup.name == "none":
         return engine.backup.push(Path("."))
+    with _push_lock(engine):
+        return _push(engine)
+
+
+def _push(engine: Engine) -> SyncReport:
     from smriti.portable import export_store
 
     if engine in _restore_pending:

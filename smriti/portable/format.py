@@ -244,15 +244,21 @@ def open_text(path: Path, mode: str, gzipped: bool = False) -> Iterator[IO[str]]
         with open(path, "rb") as probe:
             gz = probe.read(2) == b"\x1f\x8b"
     if gz:
-        handle: IO[str] = gzip.open(path, mode + "t", encoding="utf-8", newline="\n")  # noqa: SIM115
+        handle: IO[str] = gzip.open(  # noqa: SIM115
+            path, mode + "t", compresslevel=6, encoding="utf-8", newline="\n"
+        )
     else:
         handle = open(path, mode, encoding="utf-8", newline="\n")  # noqa: SIM115
     with handle:
         yield handle
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def dumps(record: dict[str, Any]) -> str:
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+    """One compact JSON line (one shared encoder: building one per line costs half the time)."""
+    return _ENCODER.encode(record) + "\n"
 
 
 def source_of(obj: Engine | StorageBackend) -> tuple[StorageBackend, Embedder | None]:

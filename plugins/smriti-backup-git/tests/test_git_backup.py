@@ -18,6 +18,7 @@ from smriti.testing.backup_suite import (
     SNAPSHOT,
     BackupProviderTests,
     EngineBackupTests,
+    memory_texts,
     read_dir,
     write_snapshot,
 )
@@ -79,6 +80,29 @@ class TestGitThroughTheEngine(EngineBackupTests):
     @pytest.fixture
     def unreachable_backup_overrides(self, tmp_path: Path) -> dict[str, Any]:
         return {"backup_type": "git", "git_base_url": (tmp_path / "gone.git").as_uri()}
+
+    def test_a_restore_missed_at_startup_is_merged_before_the_next_push(
+        self, make_engine: Any, backup_overrides: dict[str, Any], remote: Path, tmp_path: Path
+    ) -> None:
+        with make_engine(backup_overrides) as first:
+            for text in memory_texts(5):
+                first.store(text)
+            first.sync()
+        away = remote.rename(tmp_path / "away.git")  # the remote is unreachable ...
+        elsewhere = {**backup_overrides, "storage_location": str(tmp_path / "laptop")}
+        laptop = make_engine(elsewhere).open()
+        try:
+            assert laptop.backend.count_engrams() == 0
+            laptop.store("written on the laptop while offline")
+            away.rename(remote)  # ... and back
+            report = laptop.sync()
+            assert report.pushed
+            assert laptop.backend.count_engrams() == 6, "the remote's memories were not merged"
+        finally:
+            laptop.close()
+        fresh = {**backup_overrides, "storage_location": str(tmp_path / "fresh")}
+        with make_engine(fresh) as restored:
+            assert restored.backend.count_engrams() == 6
 
 
 def test_registered_as_git_and_github() -> None:
