@@ -354,25 +354,24 @@ class FalkorBackend(StorageBackend):
         if k <= 0 or not np.any(query):
             return []
         params = {"query": vector(query), "memory_type": memory_type, "k": int(k)}
-        count_q = Q.COUNT_WITH_EMBEDDING.format(label=label)
-        eligible = int(self._read(count_q, memory_type=memory_type)[0][0])
-        if eligible == 0:
-            return []
-        rows = self._index_knn(label, params, eligible)
+        rows = self._index_knn(label, params)
         if rows is None:
             rows = self._read(Q.EXACT_VECTOR_QUERY.format(label=label), **params)
         return [(r[0], float(r[1])) for r in rows if not math.isnan(float(r[1]))]
 
-    def _index_knn(self, label: str, params: dict[str, Any], eligible: int) -> list | None:
-        """Index hits filtered before the cut, or None when the exact scan should answer."""
+    def _index_knn(self, label: str, params: dict[str, Any]) -> list | None:
+        """Index hits filtered before the cut, or None when the exact scan should answer.
+
+        The common case costs one index query. When the user/type filter leaves fewer
+        than k hits, the fetch grows in proportion to how much of the shared index is
+        someone else's, up to ``max_index_fetch``; past that the exact scan is cheaper.
+        """
         assert self._indexes is not None
         if not self._indexes.vector_ready(label, len(params["query"])):
             return None
         k = params["k"]
-        total = int(self._read(Q.COUNT_ALL.format(label=label))[0][0])
-        want = min(k, eligible)
-        # Other users' (or other types') nodes share the index: fetch in proportion.
-        fetch = max(self.min_index_fetch, 2 * k) * max(1, math.ceil(total / eligible))
+        fetch = max(self.min_index_fetch, 2 * k)
+        want: int | None = k
         while fetch <= self.max_index_fetch:
             try:
                 rows = self._read(Q.VECTOR_QUERY.format(label=label), fetch=fetch, **params)
@@ -380,9 +379,20 @@ class FalkorBackend(StorageBackend):
                 log.warning("falkordb_vector_index_failed", label=label, error=str(exc))
                 self._indexes.refresh()
                 return None
-            if len(rows) >= want or fetch >= total:
-                return rows if len(rows) >= want else None
-            fetch *= 4
+            if want is not None and len(rows) >= want:
+                return rows
+            eligible = int(
+                self._read(
+                    Q.COUNT_WITH_EMBEDDING.format(label=label), memory_type=params["memory_type"]
+                )[0][0]
+            )
+            total = int(self._read(Q.COUNT_ALL.format(label=label))[0][0])
+            want = min(k, eligible)
+            if len(rows) >= want:
+                return rows
+            if fetch >= total:
+                return None
+            fetch = max(fetch * 4, self.min_index_fetch * math.ceil(total / max(eligible, 1)))
         return None
 
     def text_search(

@@ -77,8 +77,8 @@ def test_index_recall_against_exact_cosine(
     exact_scan = alice._index_knn  # prove the index path answers, not the exact fallback
     used_index = []
 
-    def spy(label, params, eligible):  # noqa: ANN001, ANN202
-        rows = exact_scan(label, params, eligible)
+    def spy(label, params):  # noqa: ANN001, ANN202
+        rows = exact_scan(label, params)
         used_index.append(rows is not None)
         return rows
 
@@ -91,7 +91,7 @@ def test_index_recall_against_exact_cosine(
         f"\nFalkorDB HNSW recall@{K} vs exact cosine ({isolation} mode, {N} x {DIMS}d, "
         f"{QUERIES} queries): backend {backend_recall:.3f}, raw index k={K} {raw:.3f}"
         + (
-            f" (before the user filter; bob's {N} vectors share the index)"
+            f" (k=10 then the user filter; bob's {N} vectors share the index)"
             if isolation == "tenant"
             else ""
         )
