@@ -106,7 +106,7 @@ class FalkorBackend(StorageBackend):
         with self._lock:
             if self._client is not None:
                 return
-            self._client = connect(self.addr, self._password)
+            self._client = self._connect()
             self._graph = self._client.select_graph(self.graph_name)
         try:
             self._indexes = IndexState(self._run, self._run_schema)
@@ -116,6 +116,9 @@ class FalkorBackend(StorageBackend):
             self.close()
             raise
         log.info("falkordb_opened", addr=self.addr, graph=self.graph_name, isolation=self.isolation)
+
+    def _connect(self) -> Any:
+        return connect(self.addr, self._password)
 
     def close(self) -> None:
         """Release the connection pool; safe to call twice."""

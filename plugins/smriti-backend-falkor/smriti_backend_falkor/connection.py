@@ -64,24 +64,28 @@ def graph_name_for(user: str, isolation: str, shared_graph: str) -> str:
     return shared_graph.strip()
 
 
-def connect(addr: str, password: str) -> Any:
+def connect(addr: str, password: str, unix_socket: str | None = None) -> Any:
     """A ``falkordb.FalkorDB`` client for ``addr`` that reconnects after dropped connections.
 
     Pings once, so an unreachable server or a rejected password fails here with a
-    BackendError naming the address.
+    BackendError naming the address. ``unix_socket`` connects through that socket
+    instead (the embedded server); ``addr`` then only names it in messages.
     """
     from falkordb import FalkorDB
     from redis.backoff import ExponentialBackoff
     from redis.exceptions import ConnectionError as RedisConnectionError
     from redis.retry import Retry
 
-    host, port = parse_addr(addr)
-    probe(addr, password)
+    endpoint: dict[str, Any] = (
+        {"unix_socket_path": unix_socket}
+        if unix_socket
+        else dict(zip(("host", "port"), parse_addr(addr), strict=True))
+    )
+    probe(addr, password, endpoint)
     client = call(
         addr,
         lambda: FalkorDB(
-            host=host,
-            port=port,
+            **endpoint,
             password=password or None,
             socket_connect_timeout=CONNECT_TIMEOUT,
             socket_timeout=SOCKET_TIMEOUT,
@@ -100,7 +104,7 @@ def connect(addr: str, password: str) -> Any:
     return client
 
 
-def probe(addr: str, password: str) -> None:
+def probe(addr: str, password: str, endpoint: dict[str, Any]) -> None:
     """One connection attempt without retries, so a wrong address or password fails fast.
 
     (redis-py treats authentication errors as connection errors and would retry them.)
@@ -109,10 +113,8 @@ def probe(addr: str, password: str) -> None:
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
-    host, port = parse_addr(addr)
     conn = redis.Redis(
-        host=host,
-        port=port,
+        **endpoint,
         password=password or None,
         socket_connect_timeout=CONNECT_TIMEOUT,
         socket_timeout=CONNECT_TIMEOUT,

@@ -7,7 +7,8 @@ from smriti import StorageBackend, hookimpl
 
 @hookimpl
 def register_storage_backends() -> list[type[StorageBackend]]:
-    """The FalkorDB backend; the ``falkordb`` client is imported only when it opens."""
+    """The server and embedded FalkorDB backends; drivers are imported when they open."""
     from smriti_backend_falkor.backend import FalkorBackend
+    from smriti_backend_falkor.embedded import FalkorLiteBackend
 
-    return [FalkorBackend]
+    return [FalkorBackend, FalkorLiteBackend]

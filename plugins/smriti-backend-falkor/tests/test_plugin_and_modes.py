@@ -8,6 +8,7 @@ from importlib.metadata import entry_points
 import pytest
 from smriti_backend_falkor.backend import FalkorBackend
 from smriti_backend_falkor.connection import graph_name_for, parse_addr, safe_graph_component
+from smriti_backend_falkor.embedded import FalkorLiteBackend
 
 from smriti.config import Settings
 from smriti.errors import ConfigError
@@ -20,7 +21,7 @@ def test_entry_point_registers_the_backend() -> None:
     pm, _ = create_plugin_manager(load_entry_points=False)
     pm.register(ep.load(), name=ep.name)
     [classes] = [c for c in pm.hook.register_storage_backends() if c]
-    assert classes == [FalkorBackend]
+    assert classes == [FalkorBackend, FalkorLiteBackend]
     assert FalkorBackend.name == "falkordb" and "falkor" in FalkorBackend.aliases
     registry = Registry(pm)
     assert registry is not None
