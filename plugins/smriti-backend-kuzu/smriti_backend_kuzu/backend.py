@@ -25,7 +25,8 @@ from smriti.logs import get_logger
 from smriti.storage import StorageBackend
 from smriti_backend_kuzu import schema
 from smriti_backend_kuzu.cache import VectorCache
-from smriti_backend_kuzu.codec import CUE_FIELDS, cue_from_row
+from smriti_backend_kuzu.codec import CUE_FIELDS, ENGRAM_FIELDS, cue_from_row, engram_from_row
+from smriti_backend_kuzu.mirror import GraphMirror
 from smriti_backend_kuzu.queries import QueriesMixin
 from smriti_backend_kuzu.writes import WritesMixin
 
@@ -73,6 +74,7 @@ class KuzuBackend(WritesMixin, QueriesMixin, StorageBackend):
         self._generation = 0
         self._schema_epoch = 0
         self.engram_cache: VectorCache | None = None
+        self.mirror: GraphMirror | None = None
         self.cue_cache = VectorCache()
         self.cues_by_key: dict[str, Cue] = {}
         self.labels: dict[str, int] = {}
@@ -143,6 +145,7 @@ class KuzuBackend(WritesMixin, QueriesMixin, StorageBackend):
                 self._db.close()
                 self._db = None
             self.engram_cache = None
+            self.mirror = None
             self.cue_cache.clear()
             self.cues_by_key.clear()
 
@@ -240,11 +243,25 @@ class KuzuBackend(WritesMixin, QueriesMixin, StorageBackend):
                 budget_mb=self.cache_mb,
             )
             self.engram_cache = None
+            self.mirror = None
             return
         cache = VectorCache()
-        for page in self.embedding_pages():
-            cache.put_many((key, vec, self.label(mtype)) for key, vec, mtype in page)
-        self.engram_cache = cache
+        mirror = GraphMirror()
+        for rows in self._pages("Engram", "e", ENGRAM_FIELDS, 5000):
+            engrams = [engram_from_row(r) for r in rows]
+            cache.put_many(
+                (e.id, e.embedding, self.label(e.memory_type))
+                for e in engrams
+                if e.embedding is not None
+            )
+            for e in engrams:
+                mirror.put_engram(e, self.label(e.memory_type))
+        mirror.put_links(
+            (r[0], r[1], float(r[2]))
+            for r in self._q("MATCH (e:Engram)-[r:EncodedBy]->(c:Cue) RETURN e.id, c.id, r.strength")
+        )
+        mirror.put_associations(self.iter_associations())
+        self.engram_cache, self.mirror = cache, mirror
 
     def db_size_hint(self) -> int:
         """Size of the database file in bytes (0 when missing)."""

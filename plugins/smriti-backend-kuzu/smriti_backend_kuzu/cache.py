@@ -30,6 +30,7 @@ class VectorCache:
         self._index: dict[str, int] = {}
         self._matrix = np.zeros((0, 0), dtype=np.float32)
         self._labels = np.zeros(0, dtype=np.int16)
+        self._norms = np.zeros(0, dtype=np.float32)
         self.dims: int | None = None
 
     def __len__(self) -> int:
@@ -53,11 +54,13 @@ class VectorCache:
                 self._put(key, vector, label)
 
     def _put(self, key: str, vector: np.ndarray, label: int) -> None:
-        v = unit(vector)
+        raw = np.asarray(vector, dtype=np.float32).reshape(-1)
+        v = unit(raw)
         if self.dims is None:
             self.dims = v.shape[0]
             self._matrix = np.zeros((64, self.dims), dtype=np.float32)
             self._labels = np.zeros(64, dtype=np.int16)
+            self._norms = np.zeros(64, dtype=np.float32)
         self.check_dims(v)
         row = self._index.get(key)
         if row is None:
@@ -68,6 +71,16 @@ class VectorCache:
             self._index[key] = row
         self._matrix[row] = v
         self._labels[row] = label
+        self._norms[row] = float(np.linalg.norm(raw))
+
+    def vector(self, key: str) -> np.ndarray | None:
+        """The stored (not normalised) vector of ``key``, within float32 rounding."""
+        row = self._index.get(key)
+        if row is None:
+            return None
+        with self._lock:
+            row = self._index.get(key)
+            return None if row is None else self._matrix[row] * self._norms[row]
 
     def _grow(self) -> None:
         cap = max(64, self._matrix.shape[0] * 2)
@@ -75,7 +88,9 @@ class VectorCache:
         matrix[: self._matrix.shape[0]] = self._matrix
         labels = np.zeros(cap, dtype=np.int16)
         labels[: self._labels.shape[0]] = self._labels
-        self._matrix, self._labels = matrix, labels
+        norms = np.zeros(cap, dtype=np.float32)
+        norms[: self._norms.shape[0]] = self._norms
+        self._matrix, self._labels, self._norms = matrix, labels, norms
 
     def remove(self, keys: Iterable[str]) -> None:
         """Drop rows; unknown keys are ignored."""
@@ -91,6 +106,7 @@ class VectorCache:
                     self._index[moved] = row
                     self._matrix[row] = self._matrix[last]
                     self._labels[row] = self._labels[last]
+                    self._norms[row] = self._norms[last]
                 self._ids.pop()
 
     def set_label(self, key: str, label: int) -> None:

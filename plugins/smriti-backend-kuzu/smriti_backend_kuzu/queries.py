@@ -43,6 +43,10 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
         """The engrams with these ids; unknown ids skipped."""
         if not ids:
             return []
+        mirror, cache = self.mirror, self.engram_cache
+        if mirror is not None and cache is not None:
+            found = (mirror.engram(i, cache.vector(i)) for i in dict.fromkeys(ids))
+            return [e for e in found if e is not None]
         rows = self._q(
             f"UNWIND $ids AS i MATCH (e:Engram {{id: i}}) RETURN {ENGRAM_FIELDS}",
             {"ids": list(dict.fromkeys(ids))},
@@ -62,6 +66,8 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
 
     def count_engrams(self) -> int:
         """How many engrams this store holds."""
+        if self.mirror is not None:
+            return len(self.mirror.rows)
         return int(self._q("MATCH (e:Engram) RETURN count(e)")[0][0])
 
     def counts(self) -> dict[str, int]:
@@ -170,6 +176,12 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
         tokens = query_tokens(query)
         if k <= 0 or not tokens:
             return []
+        if self.mirror is not None:
+            label = None if memory_type is None else self.labels.get(memory_type)
+            if memory_type is not None and label is None:
+                return []
+            with self.mirror.lock:
+                return self.mirror.text.search(query, k, label)
         if "engram_fts" in self.index_names():
             return self._fts_search(tokens, k, memory_type)
         return self._scan_text(tokens, k, memory_type)
@@ -218,6 +230,9 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
         self, cue_ids: Sequence[str], limit_per_cue: int
     ) -> dict[str, list[tuple[str, float]]]:
         """Up to ``limit_per_cue`` most important engrams per cue."""
+        if self.mirror is not None:
+            n = max(0, int(limit_per_cue))
+            return {c: self.mirror.engrams_for_cue(c, n) for c in dict.fromkeys(cue_ids)}
         out: dict[str, list[tuple[str, float]]] = {}
         for cid in dict.fromkeys(cue_ids):
             rows = self._q(
@@ -230,6 +245,8 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
 
     def cue_degrees(self, cue_ids: Sequence[str]) -> dict[str, int]:
         """Number of engrams each cue encodes."""
+        if self.mirror is not None:
+            return {c: self.mirror.degree(c) for c in cue_ids}
         rows = self._q(
             "UNWIND $ids AS i MATCH (e:Engram)-[:EncodedBy]->(c:Cue {id: i}) RETURN c.id, count(e)",
             {"ids": list(dict.fromkeys(cue_ids))},
@@ -240,6 +257,8 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
 
     def cues_of(self, engram_ids: Sequence[str]) -> list[Link]:
         """The EncodedBy edges of these engrams."""
+        if self.mirror is not None:
+            return self.mirror.links_of(engram_ids)
         rows = self._q(
             "UNWIND $ids AS i MATCH (e:Engram {id: i})-[r:EncodedBy]->(c:Cue) "
             "RETURN e.id, c.id, r.strength",
@@ -251,6 +270,8 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
         self, engram_ids: Sequence[str], limit_per_engram: int
     ) -> list[Association]:
         """AssociatedWith edges touching these engrams, strongest per engram and direction."""
+        if self.mirror is not None:
+            return self.mirror.associations_of(engram_ids, max(0, int(limit_per_engram)))
         ids = list(dict.fromkeys(engram_ids))
         found: dict[tuple[str, str, str], Association] = {}
         for end in ("a", "b"):

@@ -7,7 +7,7 @@ database nor the caches half-changed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import permutations
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,7 @@ from smriti_backend_kuzu.codec import (
     cue_params,
     engram_params,
     ts_in,
+    ts_out,
     vec_literal,
     vec_out,
 )
@@ -151,6 +152,10 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             self.remember_cues(new_cues)
             if vector is not None and self.engram_cache is not None:
                 self.engram_cache.put_many([(engram.id, vector, self.label(engram.memory_type))])
+            if self.mirror is not None:
+                self.mirror.put_engram(engram, self.label(engram.memory_type))
+                self.mirror.put_links((engram.id, cid, 1.0) for cid in ids)
+                self.mirror.put_associations(_assoc_from_rows(assoc_rows))
         return StoredMemory(engram=engram, cues=stored_cues)
 
     @staticmethod
@@ -182,6 +187,12 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                             f"UNWIND $rows AS r MATCH (e:Engram {{id: r.id}}) SET e.{f} = r.v",
                             {"rows": rows},
                         )
+                mirror = self.mirror
+                if mirror is not None:
+                    for f, rows in per_field.items():
+                        for r in rows:
+                            v = ts_out(r["v"]) if f == "last_accessed_at" else r["v"]
+                            mirror.update(r["id"], f, v)
 
     def delete_engrams(self, ids: Sequence[str]) -> int:
         """Delete engrams with their edges; returns how many existed."""
@@ -206,6 +217,8 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                 deleted.extend(found)
             if self.engram_cache is not None:
                 self.engram_cache.remove(deleted)
+            if self.mirror is not None:
+                self.mirror.remove_engrams(deleted)
         return len(deleted)
 
     def delete_orphan_cues(self) -> int:
@@ -221,6 +234,8 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                     conn, "UNWIND $ids AS i MATCH (c:Cue {id: i}) DETACH DELETE c", {"ids": ids}
                 )
         self.forget_cues(set(ids))
+        if self.mirror is not None:
+            self.mirror.remove_cues(ids)
         return len(ids)
 
     # -- import -------------------------------------------------------------------------
@@ -258,6 +273,12 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                     dims = self.vector_index_dims
                     self._index_vectors(conn, [(k, v) for k, v in vectors if v.shape[0] == dims])
             self._after_import(engrams, cues, vectors)
+            if self.mirror is not None:
+                for e in engrams:
+                    self.mirror.put_engram(e, self.label(e.memory_type))
+                known = {c.id for c in self.cues_by_key.values()}
+                self.mirror.put_links((r["e"], r["c"], r["s"]) for r in lrows if r["c"] in known)
+                self.mirror.put_associations(_assoc_from_rows(arows))
 
     def _upsert(
         self, conn: Any, table: str, rows: list[dict[str, Any]], create: str, update: str
@@ -350,3 +371,9 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             self._exec(
                 self._conn(), "MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value}
             )
+
+
+def _assoc_from_rows(rows: Iterable[dict[str, Any]]) -> Iterator[Association]:
+    """Associations as stored, from the parameter rows of ``_assoc_row``."""
+    for r in rows:
+        yield Association(r["a"], r["b"], r["s"], r["t"], ts_out(r["ts"]))

@@ -1,0 +1,339 @@
+"""In-process mirror of what recall reads: engram rows, EncodedBy and AssociatedWith
+adjacency, and a BM25 inverted index over content, summary and tags.
+
+The backend process holds Kùzu's file lock, so it is the only writer: a mirror loaded
+at open and updated after every committed write is authoritative, exactly like the
+vector cache. Recall calls a dozen backend methods; answered from Python dicts they
+cost microseconds instead of a Kùzu query each (an ``UNWIND ... MATCH`` by id is a
+hash join over the whole table in Kùzu 0.11, tens of milliseconds at 10k rows).
+Enabled together with the vector cache (``SMRITI_KUZU_CACHE_MB``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import threading
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+import numpy as np
+
+from smriti.default_plugins.text import STOPWORDS, stem
+from smriti.model import Association, Engram, Link
+from smriti_backend_kuzu.codec import ts_in, ts_out
+from smriti_backend_kuzu.text import tokenize
+
+#: Engram fields kept per row, in this order (the embedding lives in the vector cache).
+FIELDS = (
+    "content", "summary", "memory_type", "importance", "access_count", "created_at",
+    "last_accessed_at", "decay_factor", "source", "tags", "cluster_id",
+)  # fmt: skip
+_POS = {f: i for i, f in enumerate(FIELDS)}
+
+
+def index_terms(text: str) -> list[str]:
+    """Terms of the lexical index: word tokens, stopwords dropped, lightly stemmed."""
+    return [stem(t) for t in tokenize(text) if t not in STOPWORDS]
+
+
+class TextIndex:
+    """BM25 (k1 1.2, b 0.75) over documents with append-only postings and tombstones."""
+
+    K1 = 1.2
+    B = 0.75
+
+    def __init__(self) -> None:
+        self.doc_of: dict[str, int] = {}
+        self.ids: list[str | None] = []
+        self.lengths = array("f")
+        self.labels = array("h")
+        self.postings: dict[str, tuple[array, array]] = {}
+        self.live = 0
+        self.total_length = 0.0
+        self.dead = 0
+        self.alive = bytearray()
+        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def add(self, key: str, text: str, label: int) -> None:
+        self.remove(key)
+        terms = Counter(index_terms(text))
+        doc = len(self.ids)
+        self.doc_of[key] = doc
+        self.ids.append(key)
+        self.alive.append(1)
+        length = float(sum(terms.values()))
+        self.lengths.append(length)
+        self.labels.append(label)
+        for term, tf in terms.items():
+            post = self.postings.get(term)
+            if post is None:
+                post = self.postings[term] = (array("i"), array("f"))
+            post[0].append(doc)
+            post[1].append(float(tf))
+        self.live += 1
+        self.total_length += length
+        self._arrays = None
+
+    def remove(self, key: str) -> None:
+        doc = self.doc_of.pop(key, None)
+        if doc is None:
+            return
+        self.ids[doc] = None
+        self.alive[doc] = 0
+        self.live -= 1
+        self.total_length -= self.lengths[doc]
+        self.dead += 1
+        self._arrays = None
+        # Dead postings are skipped when scoring (df counts live postings) and dropped
+        # by compaction once a quarter of the documents are dead.
+        if self.dead > max(1000, len(self.ids) // 4):
+            self.compact()
+
+    def set_label(self, key: str, label: int) -> None:
+        doc = self.doc_of.get(key)
+        if doc is not None:
+            self.labels[doc] = label
+            self._arrays = None
+
+    def compact(self) -> None:
+        """Drop dead postings and renumber documents."""
+        alive = np.frombuffer(self.alive, dtype=np.uint8).astype(bool)
+        remap = np.cumsum(alive) - 1
+        postings: dict[str, tuple[array, array]] = {}
+        for term, (docs, tfs) in self.postings.items():
+            d = np.array(docs, dtype=np.int32)
+            keep = alive[d]
+            if not keep.any():
+                continue
+            postings[term] = (
+                array("i", remap[d[keep]].astype(np.int32).tobytes()),
+                array("f", np.array(tfs, dtype=np.float32)[keep].tobytes()),
+            )
+        ids = [k for k in self.ids if k is not None]
+        lengths = np.array(self.lengths, dtype=np.float32)[alive]
+        labels = np.array(self.labels, dtype=np.int16)[alive]
+        self.ids = ids
+        self.alive = bytearray(b"\x01" * len(ids))
+        self.doc_of = {k: i for i, k in enumerate(ids)}
+        self.lengths = array("f", lengths.tobytes())
+        self.labels = array("h", labels.tobytes())
+        self.postings, self.dead = postings, 0
+        self._arrays = None
+
+    def _state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Copies (never views: the buffers grow) of the alive flags, labels, lengths."""
+        if self._arrays is None:
+            self._arrays = (
+                np.frombuffer(self.alive, dtype=np.uint8).astype(bool),
+                np.array(self.labels, dtype=np.int16),
+                np.array(self.lengths, dtype=np.float32),
+            )
+        return self._arrays
+
+    def search(self, query: str, k: int, label: int | None = None) -> list[tuple[str, float]]:
+        terms = list(dict.fromkeys(index_terms(query)))
+        if not terms or self.live == 0 or k <= 0:
+            return []
+        alive, labels, lengths = self._state()
+        avg = self.total_length / self.live or 1.0
+        docs_parts, score_parts = [], []
+        n = self.live
+        for term in terms:
+            post = self.postings.get(term)
+            if post is None:
+                continue
+            docs = np.array(post[0], dtype=np.int32)
+            tfs = np.array(post[1], dtype=np.float32)
+            keep = alive[docs]
+            if label is not None:
+                keep &= labels[docs] == label
+            if not keep.all():
+                docs, tfs = docs[keep], tfs[keep]
+            if docs.size == 0:
+                continue
+            df = int(alive[np.array(post[0], dtype=np.int32)].sum()) if self.dead else len(post[0])
+            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            norm = tfs * (self.K1 + 1) / (tfs + self.K1 * (1 - self.B + self.B * lengths[docs] / avg))
+            docs_parts.append(docs)
+            score_parts.append(idf * norm)
+        if not docs_parts:
+            return []
+        docs = np.concatenate(docs_parts)
+        scores = np.concatenate(score_parts)
+        if len(docs_parts) > 1:
+            uniq, inverse = np.unique(docs, return_inverse=True)
+            scores = np.bincount(inverse, weights=scores).astype(np.float64)
+            docs = uniq
+        if docs.size > k:
+            top = np.argpartition(-scores, k - 1)[:k]
+            docs, scores = docs[top], scores[top]
+        ranked = sorted(
+            ((self.ids[int(d)], float(s)) for d, s in zip(docs, scores, strict=True)),
+            key=lambda x: (-x[1], x[0]),
+        )
+        return [(key, s) for key, s in ranked if key is not None and s > 0]
+
+
+class GraphMirror:
+    """Engram rows, EncodedBy/AssociatedWith adjacency and the text index, in memory."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.rows: dict[str, list[object]] = {}
+        self.e2c: dict[str, dict[str, float]] = {}
+        self.c2e: dict[str, dict[str, float]] = {}
+        self.out: dict[str, dict[str, tuple[float, str, datetime | None]]] = {}
+        self.inn: dict[str, dict[str, tuple[float, str, datetime | None]]] = {}
+        self.text = TextIndex()
+        self._by_importance: dict[str, list[tuple[str, float]]] = {}
+
+    # -- engrams ------------------------------------------------------------------------
+    def put_engram(self, e: Engram, label: int) -> None:
+        """Insert or replace the row of ``e`` (timestamps as stored: microseconds, UTC)."""
+        with self.lock:
+            old = self.rows.get(e.id)
+            row = [
+                e.content, e.summary, e.memory_type, float(e.importance), int(e.access_count),
+                stored_time(e.created_at), stored_time(e.last_accessed_at),
+                float(e.decay_factor), e.source or "",
+                [str(t) for t in e.tags], int(e.cluster_id),
+            ]  # fmt: skip
+            self.rows[e.id] = row
+            if old is None or old[:2] != row[:2] or old[9] != row[9]:
+                self.text.add(e.id, f"{e.content} {e.summary} {' '.join(row[9])}", label)  # type: ignore[arg-type]
+            else:
+                self.text.set_label(e.id, label)
+            if old is None or old[3] != row[3]:
+                self._touch_importance(e.id)
+
+    def update(self, key: str, field: str, value: object) -> None:
+        with self.lock:
+            row = self.rows.get(key)
+            if row is None:
+                return
+            if field in ("importance", "decay_factor"):
+                value = float(value)  # type: ignore[arg-type]
+            elif field in ("access_count", "cluster_id"):
+                value = int(value)  # type: ignore[call-overload]
+            row[_POS[field]] = value
+            if field == "importance":
+                self._touch_importance(key)
+
+    def engram(self, key: str, embedding: np.ndarray | None) -> Engram | None:
+        row = self.rows.get(key)
+        if row is None:
+            return None
+        return Engram(
+            id=key, content=row[0], summary=row[1], memory_type=row[2],  # type: ignore[arg-type]
+            importance=row[3], access_count=row[4], created_at=row[5],  # type: ignore[arg-type]
+            last_accessed_at=row[6], decay_factor=row[7], embedding=embedding,  # type: ignore[arg-type]
+            source=row[8], tags=list(row[9]), cluster_id=row[10],  # type: ignore[arg-type]
+        )  # fmt: skip
+
+    def remove_engrams(self, keys: Iterable[str]) -> None:
+        with self.lock:
+            for key in keys:
+                if self.rows.pop(key, None) is None:
+                    continue
+                self.text.remove(key)
+                for cue in self.e2c.pop(key, {}):
+                    self.c2e.get(cue, {}).pop(key, None)
+                    self._by_importance.pop(cue, None)
+                for other in self.out.pop(key, {}):
+                    self.inn.get(other, {}).pop(key, None)
+                for other in self.inn.pop(key, {}):
+                    self.out.get(other, {}).pop(key, None)
+
+    def remove_cues(self, cue_ids: Iterable[str]) -> None:
+        with self.lock:
+            for cue in cue_ids:
+                for key in self.c2e.pop(cue, {}):
+                    self.e2c.get(key, {}).pop(cue, None)
+                self._by_importance.pop(cue, None)
+
+    # -- edges ---------------------------------------------------------------------------
+    def put_links(self, links: Iterable[tuple[str, str, float]]) -> None:
+        with self.lock:
+            for key, cue, strength in links:
+                if key not in self.rows:
+                    continue
+                self.e2c.setdefault(key, {})[cue] = strength
+                self.c2e.setdefault(cue, {})[key] = strength
+                self._by_importance.pop(cue, None)
+
+    def put_associations(self, edges: Iterable[Association]) -> None:
+        with self.lock:
+            for a in edges:
+                if a.source_id not in self.rows or a.target_id not in self.rows:
+                    continue
+                old = self.out.get(a.source_id, {}).get(a.target_id)
+                created = old[2] if old is not None else stored_time(a.created_at)
+                value = (float(a.strength), a.relation_type, created)
+                self.out.setdefault(a.source_id, {})[a.target_id] = value
+                self.inn.setdefault(a.target_id, {})[a.source_id] = value
+
+    def _touch_importance(self, key: str) -> None:
+        for cue in self.e2c.get(key, ()):
+            self._by_importance.pop(cue, None)
+
+    # -- reads ---------------------------------------------------------------------------
+    def engrams_for_cue(self, cue: str, limit: int) -> list[tuple[str, float]]:
+        with self.lock:
+            members = self.c2e.get(cue)
+            if not members or limit <= 0:
+                return []
+            ordered = self._by_importance.get(cue)
+            if ordered is None or len(ordered) < min(limit, len(members)):
+                rows = self.rows
+                best = heapq.nsmallest(
+                    max(limit, 64), members.items(), key=lambda kv: (-rows[kv[0]][3], kv[0])  # type: ignore[operator]
+                )
+                ordered = self._by_importance[cue] = best
+            return ordered[:limit]
+
+    def degree(self, cue: str) -> int:
+        return len(self.c2e.get(cue, ()))
+
+    def links_of(self, keys: Sequence[str]) -> list[Link]:
+        with self.lock:
+            return [
+                Link(key, cue, strength)
+                for key in dict.fromkeys(keys)
+                for cue, strength in self.e2c.get(key, {}).items()
+            ]
+
+    def associations_of(self, keys: Sequence[str], limit: int) -> list[Association]:
+        found: dict[tuple[str, str], Association] = {}
+        with self.lock:
+            for key in dict.fromkeys(keys):
+                for side, edges in ((0, self.out.get(key)), (1, self.inn.get(key))):
+                    if not edges:
+                        continue
+                    best = heapq.nlargest(limit, edges.items(), key=lambda kv: kv[1][0])
+                    for other, (strength, rel, created) in best:
+                        src, dst = (key, other) if side == 0 else (other, key)
+                        found[(src, dst)] = Association(src, dst, strength, rel, created)
+        return list(found.values())
+
+    def recent(self, limit: int, memory_type: str | None) -> list[str]:
+        with self.lock:
+            items = (
+                (row[6], row[5], key)
+                for key, row in self.rows.items()
+                if memory_type is None or row[2] == memory_type
+            )
+            best = heapq.nsmallest(limit, items, key=_recent_key)
+        return [key for _, _, key in best]
+
+
+def stored_time(value: datetime | None) -> datetime | None:
+    """A timestamp as Kùzu gives it back (aware UTC); None stays None."""
+    return None if value is None else ts_out(ts_in(value))
+
+
+def _recent_key(item: tuple[object, object, str]) -> tuple[float, float, str]:
+    last, created, key = item
+    return (-last.timestamp(), -created.timestamp(), key)  # type: ignore[attr-defined]
