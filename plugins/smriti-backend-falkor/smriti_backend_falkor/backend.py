@@ -405,8 +405,21 @@ class FalkorBackend(StorageBackend):
         ft = fulltext_query(query)
         if ft is None or k <= 0:
             return []
-        rows = self._read(Q.FULLTEXT_QUERY, query=ft, k=int(k), memory_type=memory_type)
+        params = {"query": ft, "k": int(k), "memory_type": memory_type}
+        rows = self._run(Q.FULLTEXT_QUERY, params, read=True)
+        if not rows and self._restore_fulltext():
+            rows = self._run(Q.FULLTEXT_QUERY, params, read=True)
         return [(r[0], float(r[1])) for r in rows]
+
+    def _restore_fulltext(self) -> bool:
+        """After an empty answer: recreate indexes lost to a server that restarted empty.
+
+        FalkorDB answers a full-text query on a missing index with no rows, not an
+        error, so an empty result is the only hint. Costs one ``db.indexes()`` call.
+        """
+        assert self._indexes is not None, "open() first"
+        self._indexes.refresh()
+        return bool(self._indexes.ensure_base())
 
     # -- cues and edges ------------------------------------------------------------------
     def get_cues(self, names: Sequence[str]) -> list[Cue]:

@@ -171,3 +171,21 @@ def test_plain_redis_without_falkordb_module(tmp_path: Path) -> None:
     finally:
         proc.kill()
         proc.wait(10)
+
+
+def test_server_restarted_empty_recreates_indexes(tmp_path: Path) -> None:
+    """A server that comes back without its data (no persistence) is usable again."""
+    server = FalkorServer(tmp_path / "volatile").start()
+    backend = FalkorBackend("alice", addr=server.addr, graph="volatile")
+    try:
+        backend.open()
+        backend.add_memory(build.engram(1), [build.cue("a")], [])
+        server.kill()
+        server.start()
+        backend.add_memory(build.engram(2, content="a walrus returns"), [build.cue("a")], [])
+        assert backend.count_engrams() == 1  # engram 1 died with the server
+        assert [i for i, _ in backend.text_search("walrus", 5)] == ["e00002"]
+        assert backend.vector_search(build.engram(2).embedding, 1)[0][0] == "e00002"
+    finally:
+        backend.close()
+        server.stop()
