@@ -23,7 +23,16 @@ import numpy as np
 
 from smriti.errors import BackendError
 from smriti.logs import get_logger
-from smriti.model import Association, CoOccurrence, Cue, Engram, EngramUpdate, Link, utcnow
+from smriti.model import (
+    Association,
+    CoOccurrence,
+    Cue,
+    Engram,
+    EngramUpdate,
+    Link,
+    normalise_cue_name,
+    utcnow,
+)
 from smriti.storage import EngramStats, StorageBackend, StoredMemory, batched, unit
 from smriti_backend_falkor import queries as Q
 from smriti_backend_falkor.connection import call, close_quietly, connect, graph_name_for
@@ -174,7 +183,8 @@ class FalkorBackend(StorageBackend):
 
     def ensure_indexes(self, dims: int, min_engrams: int) -> list[str]:
         """Create the HNSW (cosine) and full-text indexes once the user has > min_engrams."""
-        assert self._indexes is not None, "open() first"
+        if self._indexes is None:
+            raise BackendError(f"FalkorDB backend for {self.addr} is not open; call open() first")
         if self._indexes.has_all_vector(dims) or self.count_engrams() <= min_engrams:
             return []
         return self._indexes.ensure_search(dims)
@@ -424,8 +434,6 @@ class FalkorBackend(StorageBackend):
     # -- cues and edges ------------------------------------------------------------------
     def get_cues(self, names: Sequence[str]) -> list[Cue]:
         """Stored cues whose normalised name is one of ``names``."""
-        from smriti.model import normalise_cue_name
-
         keys = list(dict.fromkeys(normalise_cue_name(n) for n in names))
         return [cue_from_row(r) for r in self._read(Q.GET_CUES, keys=keys)] if keys else []
 
@@ -499,13 +507,6 @@ class FalkorBackend(StorageBackend):
             yield CoOccurrence(a, b, float(s))
 
     # -- maintenance -----------------------------------------------------------------------
-    def drop_graph(self) -> None:
-        """Delete this backend's whole graph (every user's data in tenant mode)."""
-        graph = self._graph
-        if graph is not None:
-            call(self.addr, graph.delete)
-            self._indexes = None
-
     def wait_for_indexes(self, timeout: float = 60.0) -> None:
         """Block until every index of the graph is operational (for tests, benchmarks)."""
         assert self._indexes is not None, "open() first"
@@ -514,6 +515,4 @@ class FalkorBackend(StorageBackend):
 
 
 def _key(cue: Cue) -> str:
-    from smriti.model import normalise_cue_name
-
     return normalise_cue_name(cue.name)
