@@ -7,7 +7,12 @@ database nor the caches half-changed.
 
 from __future__ import annotations
 
+import csv
+import os
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from functools import lru_cache
 from itertools import permutations
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +73,39 @@ _COOCCUR_SET = (
     "UNWIND $rows AS r MATCH (a:Cue {id: r.a}), (b:Cue {id: r.b}) "
     "MERGE (a)-[x:CoOccurs]->(b) ON CREATE SET x.strength = r.s ON MATCH SET x.strength = r.s"
 )
+_COOCCUR_BUMP = (
+    "MATCH (a:Cue)-[x:CoOccurs]->(b:Cue) WHERE a.id IN $ids AND b.id IN $ids "
+    "SET x.strength = x.strength + 1.0 RETURN a.id, b.id"
+)
+
+
+@lru_cache(maxsize=512)
+def _link_statement(k: int, new: int) -> str:
+    """EncodedBy edges from ``$e`` to cues ``$c0..``, and CoOccurs between every pair that
+    involves one of the first ``new`` (just created) cues: those edges cannot exist yet."""
+    match = ", ".join(["(e:Engram {id: $e})", *(f"(c{i}:Cue {{id: $c{i}}})" for i in range(k))])
+    edges = [f"(e)-[:EncodedBy {{strength: 1.0, created_at: $ts}}]->(c{i})" for i in range(k)]
+    edges += [
+        f"(c{i})-[:CoOccurs {{strength: 1.0}}]->(c{j})"
+        for i in range(k)
+        for j in range(k)
+        if i != j and (i < new or j < new)
+    ]
+    return f"MATCH {match} CREATE {', '.join(edges)}"
+
+
+@lru_cache(maxsize=128)
+def _assoc_statement(n: int) -> str:
+    """AssociatedWith edges from ``$a`` to ``$b0..`` (all known to exist)."""
+    match = ", ".join(["(a:Engram {id: $a})", *(f"(b{i}:Engram {{id: $b{i}}})" for i in range(n))])
+    edges = ", ".join(
+        f"(a)-[:AssociatedWith {{strength: $s{i}, relation_type: $t{i}, created_at: $ts{i}}}]->"
+        f"(b{i})"
+        for i in range(n)
+    )
+    return f"MATCH {match} CREATE {edges}"
+
+
 _CUE_CREATE_ROW = (
     "CREATE (:Cue {id: r.id, name: r.name, cue_type: r.cue_type, embedding: r.embedding})"
 )
@@ -132,21 +170,30 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             pairs = [{"a": a, "b": b} for a, b in permutations(ids, 2)]
             ts = row["created_at"]
             assoc_rows = [self._assoc_row(a) for a in associations]
+            new_ids = [c.id for c in new_cues]
+            old_ids = [i for i in ids if i not in set(new_ids)]
+            order = new_ids + old_ids
             with self._errors(), self._write() as conn:
                 self._exec(conn, f"UNWIND $rows AS r {ENGRAM_CREATE}", {"rows": [row]})
                 if new_cues:
                     self._exec(conn, _CUE_CREATE, {"rows": [cue_params(c) for c in new_cues]})
-                if ids:
+                if order:
+                    # Scalar id parameters: Kùzu looks each up in the primary-key index,
+                    # where UNWIND ... MATCH joins against the whole table (README).
+                    params = {f"c{i}": cid for i, cid in enumerate(order)}
                     self._exec(
                         conn,
-                        "MATCH (e:Engram {id: $e}) UNWIND $ids AS cid MATCH (c:Cue {id: cid}) "
-                        "CREATE (e)-[:EncodedBy {strength: 1.0, created_at: $ts}]->(c)",
-                        {"e": engram.id, "ids": ids, "ts": ts},
+                        _link_statement(len(order), len(new_ids)),
+                        {"e": engram.id, "ts": ts, **params},
                     )
-                if pairs:
-                    self._exec(conn, _COOCCUR_INC, {"rows": pairs})
+                if len(old_ids) > 1:
+                    found = self._exec(conn, _COOCCUR_BUMP, {"ids": old_ids}).get_all()
+                    have = {(a, b) for a, b in found}
+                    missing = [p for p in permutations(old_ids, 2) if p not in have]
+                    if missing:
+                        self._create_cooccurs(conn, missing)
                 if assoc_rows:
-                    self._exec(conn, _ASSOC, {"rows": assoc_rows})
+                    self._add_associations(conn, engram.id, assoc_rows)
                 if vector is not None and self.vector_index_dims == vector.shape[0]:
                     self._index_vectors(conn, [(engram.id, vector)])
             self.remember_cues(new_cues)
@@ -157,6 +204,31 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                 self.mirror.put_links((engram.id, cid, 1.0) for cid in ids)
                 self.mirror.put_associations(_assoc_from_rows(assoc_rows))
         return StoredMemory(engram=engram, cues=stored_cues)
+
+    def _create_cooccurs(self, conn: Any, pairs: list[tuple[str, str]]) -> None:
+        """CREATE CoOccurs edges (strength 1) between existing cues, by primary key."""
+        slots = {cid: i for i, cid in enumerate(dict.fromkeys(x for p in pairs for x in p))}
+        match = ", ".join(f"(c{i}:Cue {{id: $c{i}}})" for i in slots.values())
+        create = ", ".join(
+            f"(c{slots[a]})-[:CoOccurs {{strength: 1.0}}]->(c{slots[b]})" for a, b in pairs
+        )
+        # The shape differs from store to store: executed without the prepared cache.
+        conn.execute(f"MATCH {match} CREATE {create}", {f"c{i}": c for c, i in slots.items()})
+
+    def _add_associations(self, conn: Any, source: str, rows: list[dict[str, Any]]) -> None:
+        """AssociatedWith edges of a new engram to existing targets (missing ones skipped)."""
+        mirror = self.mirror
+        if mirror is None or any(r["a"] != source for r in rows):
+            self._exec(conn, _ASSOC, {"rows": rows})
+            return
+        # A new engram has no edges yet, so CREATE (not MERGE); the last row per target wins.
+        targets = {r["b"]: r for r in rows if r["b"] in mirror.rows or r["b"] == source}
+        if not targets:
+            return
+        params: dict[str, Any] = {"a": source}
+        for i, r in enumerate(targets.values()):
+            params.update({f"b{i}": r["b"], f"s{i}": r["s"], f"t{i}": r["t"], f"ts{i}": r["ts"]})
+        self._exec(conn, _assoc_statement(len(targets)), params)
 
     @staticmethod
     def _assoc_row(a: Association) -> dict[str, Any]:
@@ -261,12 +333,36 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         ]
         with self._write_lock:
             with self._errors(), self._write() as conn:
+                fresh_e: set[str] = set()
                 for batch in batched(erows, BATCH):
-                    self._upsert(conn, "Engram", batch, ENGRAM_CREATE, ENGRAM_SET)
+                    fresh_e |= self._upsert(conn, "Engram", batch, ENGRAM_CREATE, ENGRAM_SET)
+                fresh_c: set[str] = set()
                 for batch in batched(crows, BATCH):
-                    self._upsert(conn, "Cue", batch, _CUE_CREATE_ROW, _CUE_SET)
-                for query, rows in ((_LINK, lrows), (_ASSOC, arows), (_COOCCUR_SET, orows)):
-                    for batch in batched(rows, BATCH):
+                    fresh_c |= self._upsert(conn, "Cue", batch, _CUE_CREATE_ROW, _CUE_SET)
+                e_ids = {r["id"] for r in erows}
+                c_ids = {r["id"] for r in crows}
+                e_ok = self._existing(conn, "Engram", e_ids, [r["e"] for r in lrows]
+                                      + [r["a"] for r in arows] + [r["b"] for r in arows])
+                c_ok = self._existing(conn, "Cue", c_ids,
+                                      [r["c"] for r in lrows] + [r["a"] for r in orows]
+                                      + [r["b"] for r in orows])  # fmt: skip
+                plan = (
+                    ("EncodedBy", _LINK, lrows, ("e", "c"), ("s", "ts"),
+                     lambda r: r["e"] in fresh_e, lambda r: r["e"] in e_ok and r["c"] in c_ok),
+                    ("AssociatedWith", _ASSOC, arows, ("a", "b"), ("s", "t", "ts"),
+                     lambda r: r["a"] in fresh_e or r["b"] in fresh_e,
+                     lambda r: r["a"] in e_ok and r["b"] in e_ok),
+                    ("CoOccurs", _COOCCUR_SET, orows, ("a", "b"), ("s",),
+                     lambda r: r["a"] in fresh_c or r["b"] in fresh_c,
+                     lambda r: r["a"] in c_ok and r["b"] in c_ok),
+                )  # fmt: skip
+                for table, query, rows, ends, props, is_new, valid in plan:
+                    # The last row for an edge wins, as with MERGE ... SET.
+                    unique = list({(r[ends[0]], r[ends[1]]): r for r in rows if valid(r)}.values())
+                    copy = [r for r in unique if is_new(r)]
+                    rest = [r for r in unique if not is_new(r)]
+                    self._copy_rel(conn, table, copy, ends + props)
+                    for batch in batched(rest, BATCH):
                         self._exec(conn, query, {"rows": batch})
                 if self.vector_index_dims:
                     self._unindex_vectors(conn, [key for key, _ in vectors])
@@ -280,15 +376,44 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                 self.mirror.put_links((r["e"], r["c"], r["s"]) for r in lrows if r["c"] in known)
                 self.mirror.put_associations(_assoc_from_rows(arows))
 
+    def _existing(self, conn: Any, table: str, known: set[str], ids: list[str]) -> set[str]:
+        """``known`` plus those of ``ids`` that exist in ``table`` (mirror first)."""
+        unknown = set(ids) - known
+        if table == "Engram" and self.mirror is not None:
+            return known | {i for i in unknown if i in self.mirror.rows}
+        if table == "Cue":
+            cached = {c.id for c in self.cues_by_key.values()}
+            found = {i for i in unknown if i in cached}
+            return known | found
+        if not unknown:
+            return known
+        rows = self._exec(
+            conn, f"UNWIND $ids AS i MATCH (x:{table} {{id: i}}) RETURN x.id", {"ids": list(unknown)}
+        ).get_all()
+        return known | {r[0] for r in rows}
+
+    def _copy_rel(self, conn: Any, table: str, rows: list[dict[str, Any]], cols: tuple) -> None:
+        """Bulk-insert new edges with COPY from a temporary CSV file.
+
+        Only for edges that cannot exist yet (an endpoint was created in this call) and
+        whose endpoints both exist: ``UNWIND ... MATCH`` by id is a hash join over the
+        whole table in Kùzu 0.11, COPY is 100x faster (README).
+        """
+        if not rows:
+            return
+        with tempfile.TemporaryDirectory(prefix="smriti-kuzu-") as tmp:
+            path = os.path.join(tmp, f"{table}.csv")
+            with open(path, "w", newline="", encoding="utf-8") as f:
+                writer = csv.writer(f)
+                for r in rows:
+                    writer.writerow(_csv_value(r[c]) for c in cols)
+            self._exec(conn, f"COPY {table} FROM '{_quote_path(path)}' (HEADER=false)")
+
     def _upsert(
         self, conn: Any, table: str, rows: list[dict[str, Any]], create: str, update: str
-    ) -> None:
-        found = self._exec(
-            conn,
-            f"UNWIND $ids AS i MATCH (e:{table} {{id: i}}) RETURN e.id",
-            {"ids": [r["id"] for r in rows]},
-        ).get_all()
-        existing = {r[0] for r in found}
+    ) -> set[str]:
+        """Create new rows, update existing ones; returns the ids created."""
+        existing = self._existing(conn, table, set(), [r["id"] for r in rows])
         fresh = [r for r in rows if r["id"] not in existing]
         if fresh:
             self._exec(conn, f"UNWIND $rows AS r {create}", {"rows": fresh})
@@ -299,6 +424,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                 f"UNWIND $rows AS r MATCH (e:{table} {{id: r.id}}) SET {update}",
                 {"rows": replaced},
             )
+        return {r["id"] for r in fresh}
 
     def _after_import(
         self, engrams: Sequence[Engram], cues: Sequence[Cue], vectors: list[tuple[str, Any]]
@@ -377,3 +503,20 @@ def _assoc_from_rows(rows: Iterable[dict[str, Any]]) -> Iterator[Association]:
     """Associations as stored, from the parameter rows of ``_assoc_row``."""
     for r in rows:
         yield Association(r["a"], r["b"], r["s"], r["t"], ts_out(r["ts"]))
+
+
+def _csv_value(value: object) -> object:
+    """A CSV cell Kùzu's COPY parses back to the same value (None is an empty cell)."""
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, float):
+        return repr(value)
+    return value
+
+
+def _quote_path(path: str) -> str:
+    if "'" in path or "\\" in path:
+        raise ValueError(f"unsupported temporary path {path!r}")
+    return path
