@@ -50,6 +50,8 @@ else:
 log = get_logger(__name__)
 
 BATCH = 2000
+#: Up to this many updates of the same fields go one by one through the primary key.
+SMALL_UPDATE = 32
 FTS_INDEX = "engram_fts"
 VECTOR_INDEX = "engram_vec"
 
@@ -242,29 +244,46 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
 
     # -- updates and deletes ------------------------------------------------------------
     def update_engrams(self, updates: Sequence[EngramUpdate]) -> None:
-        """Apply partial updates, one UNWIND per field and batch."""
+        """Apply partial updates: updates changing the same fields share one statement.
+
+        Small groups (recall strengthens a handful) are applied one engram at a time by
+        primary key; large ones (consolidation) by one ``UNWIND`` per group and batch,
+        whose whole-table join is then amortised.
+        """
         for batch in batched(updates, BATCH):
-            per_field: dict[str, list[dict[str, Any]]] = {f: [] for f in _UPDATABLE}
+            groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
             for u in batch:
+                row: dict[str, Any] = {"id": u.id}
                 for f in _UPDATABLE:
                     value = getattr(u, f)
                     if value is not None:
-                        value = ts_in(value) if f == "last_accessed_at" else value
-                        per_field[f].append({"id": u.id, "v": value})
-            with self._errors(), self._write() as conn:
-                for f, rows in per_field.items():
-                    if rows:
-                        self._exec(
-                            conn,
-                            f"UNWIND $rows AS r MATCH (e:Engram {{id: r.id}}) SET e.{f} = r.v",
-                            {"rows": rows},
-                        )
+                        row[f] = ts_in(value) if f == "last_accessed_at" else value
+                if len(row) > 1:
+                    groups.setdefault(tuple(k for k in row if k != "id"), []).append(row)
+            if not groups:
+                continue
+            with self._write_lock:
+                with self._errors(), self._write() as conn:
+                    for fields, rows in groups.items():
+                        sets = ", ".join(f"e.{f} = r.{f}" for f in fields)
+                        if len(rows) <= SMALL_UPDATE:
+                            one = ", ".join(f"e.{f} = ${f}" for f in fields)
+                            query = f"MATCH (e:Engram {{id: $id}}) SET {one}"
+                            for r in rows:
+                                self._exec(conn, query, r)
+                        else:
+                            self._exec(
+                                conn,
+                                f"UNWIND $rows AS r MATCH (e:Engram {{id: r.id}}) SET {sets}",
+                                {"rows": rows},
+                            )
                 mirror = self.mirror
                 if mirror is not None:
-                    for f, rows in per_field.items():
+                    for fields, rows in groups.items():
                         for r in rows:
-                            v = ts_out(r["v"]) if f == "last_accessed_at" else r["v"]
-                            mirror.update(r["id"], f, v)
+                            for f in fields:
+                                v = ts_out(r[f]) if f == "last_accessed_at" else r[f]
+                                mirror.update(r["id"], f, v)
 
     def delete_engrams(self, ids: Sequence[str]) -> int:
         """Delete engrams with their edges; returns how many existed."""
