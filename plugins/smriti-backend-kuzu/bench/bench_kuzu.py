@@ -247,8 +247,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     t = time.perf_counter()
     records = build_records(corpus, args.n, args.cues_per_memory, embedder)
     out["generate_s"] = round(time.perf_counter() - t, 1)
-    out["records"] = {k: len(v) for k, v in zip(("engrams", "cues", "links", "associations",
-                                                  "cooccurrences"), records, strict=True)}  # fmt: skip
+    kinds = ("engrams", "cues", "links", "associations", "cooccurrences")
+    out["records"] = {k: len(v) for k, v in zip(kinds, records, strict=True)}
     tmp = tempfile.TemporaryDirectory(dir=args.tmp)
     root = Path(tmp.name)
     engine = make_engine(root)
@@ -282,13 +282,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         return queries[i] if i >= 0 else "warm up query"
 
     res: dict[str, Any] = {}
-    res["engine.store"] = lat(lambda i: engine.store(store_texts[i + 1], tags=["bench"]), args.stores)
+    res["engine.store"] = lat(
+        lambda i: engine.store(store_texts[i + 1], tags=["bench"]), args.stores
+    )
     res["engine.recall"] = lat(lambda i: engine.recall(q(i), limit=5), args.queries)
     res["engine.search"] = lat(lambda i: engine.recall(q(i), limit=5, mode="search"), args.queries)
     res["engine.list"] = lat(lambda i: engine.recall(None, limit=10, mode="list"), 30)
     res["backend.text_search"] = lat(lambda i: backend.text_search(q(i), 10), args.queries)
     vecs = [engine.embedder.memo[q(i)] for i in range(-1, args.queries)]  # type: ignore[attr-defined]
-    res["backend.vector_search"] = lat(lambda i: backend.vector_search(vecs[i + 1], 10), args.queries)
+    res["backend.vector_search"] = lat(
+        lambda i: backend.vector_search(vecs[i + 1], 10), args.queries
+    )
     out["latency"] = res
     out["rss_after_queries_mb"], out["peak_rss_mb"] = rss_mb()
     if args.profile:

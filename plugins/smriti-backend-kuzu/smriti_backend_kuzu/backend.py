@@ -258,7 +258,9 @@ class KuzuBackend(WritesMixin, QueriesMixin, StorageBackend):
                 mirror.put_engram(e, self.label(e.memory_type))
         mirror.put_links(
             (r[0], r[1], float(r[2]))
-            for r in self._q("MATCH (e:Engram)-[r:EncodedBy]->(c:Cue) RETURN e.id, c.id, r.strength")
+            for r in self._q(
+                "MATCH (e:Engram)-[r:EncodedBy]->(c:Cue) RETURN e.id, c.id, r.strength"
+            )
         )
         mirror.put_associations(self.iter_associations())
         self.engram_cache, self.mirror = cache, mirror

@@ -156,7 +156,9 @@ class TextIndex:
                 continue
             df = int(alive[np.array(post[0], dtype=np.int32)].sum()) if self.dead else len(post[0])
             idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            norm = tfs * (self.K1 + 1) / (tfs + self.K1 * (1 - self.B + self.B * lengths[docs] / avg))
+            norm = (
+                tfs * (self.K1 + 1) / (tfs + self.K1 * (1 - self.B + self.B * lengths[docs] / avg))
+            )
             docs_parts.append(docs)
             score_parts.append(idf * norm)
         if not docs_parts:
@@ -289,7 +291,9 @@ class GraphMirror:
             if ordered is None or len(ordered) < min(limit, len(members)):
                 rows = self.rows
                 best = heapq.nsmallest(
-                    max(limit, 64), members.items(), key=lambda kv: (-rows[kv[0]][3], kv[0])  # type: ignore[operator]
+                    max(limit, 64),
+                    members.items(),
+                    key=lambda kv: (-rows[kv[0]][3], kv[0]),  # type: ignore[operator]
                 )
                 ordered = self._by_importance[cue] = best
             return ordered[:limit]

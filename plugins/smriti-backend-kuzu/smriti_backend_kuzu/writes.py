@@ -66,11 +66,6 @@ _ASSOC = (
     "x.relation_type = r.t, x.created_at = r.ts ON MATCH SET x.strength = r.s, "
     "x.relation_type = r.t"
 )
-_COOCCUR_INC = (
-    "UNWIND $rows AS r MATCH (a:Cue {id: r.a}), (b:Cue {id: r.b}) "
-    "MERGE (a)-[x:CoOccurs]->(b) ON CREATE SET x.strength = 1.0 "
-    "ON MATCH SET x.strength = x.strength + 1.0"
-)
 _COOCCUR_SET = (
     "UNWIND $rows AS r MATCH (a:Cue {id: r.a}), (b:Cue {id: r.b}) "
     "MERGE (a)-[x:CoOccurs]->(b) ON CREATE SET x.strength = r.s ON MATCH SET x.strength = r.s"
@@ -169,7 +164,6 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         with self._write_lock:
             stored_cues, new_cues = self._resolve_cues(cues)
             ids = [c.id for c in stored_cues]
-            pairs = [{"a": a, "b": b} for a, b in permutations(ids, 2)]
             ts = row["created_at"]
             assoc_rows = [self._assoc_row(a) for a in associations]
             new_ids = [c.id for c in new_cues]
@@ -360,8 +354,12 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                     fresh_c |= self._upsert(conn, "Cue", batch, _CUE_CREATE_ROW, _CUE_SET)
                 e_ids = {r["id"] for r in erows}
                 c_ids = {r["id"] for r in crows}
-                e_ok = self._existing(conn, "Engram", e_ids, [r["e"] for r in lrows]
-                                      + [r["a"] for r in arows] + [r["b"] for r in arows])
+                e_ok = self._existing(
+                    conn,
+                    "Engram",
+                    e_ids,
+                    [r["e"] for r in lrows] + [r["a"] for r in arows] + [r["b"] for r in arows],
+                )
                 c_ok = self._existing(conn, "Cue", c_ids,
                                       [r["c"] for r in lrows] + [r["a"] for r in orows]
                                       + [r["b"] for r in orows])  # fmt: skip
@@ -407,7 +405,9 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         if not unknown:
             return known
         rows = self._exec(
-            conn, f"UNWIND $ids AS i MATCH (x:{table} {{id: i}}) RETURN x.id", {"ids": list(unknown)}
+            conn,
+            f"UNWIND $ids AS i MATCH (x:{table} {{id: i}}) RETURN x.id",
+            {"ids": list(unknown)},
         ).get_all()
         return known | {r[0] for r in rows}
 
