@@ -119,22 +119,31 @@ def test_plain_float_lists_and_gzip_import_the_same(
 
 
 def test_import_streams_in_batches(
-    populated: Engine, engine_factory: EngineFactory, tmp_path: Path
+    populated: Engine,
+    engine_factory: EngineFactory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr("smriti.portable.importer.IMPORT_BATCH", 500)
+    monkeypatch.setattr("smriti.portable.importer.ENGRAM_BATCH", 30)
     path = tmp_path / "x.jsonl"
     report = export_store(populated, path)
     bob = engine_factory("bob")
     calls: list[int] = []
+    engrams: list[int] = []
     real = bob.backend.import_records
 
     def spy(*parts: Sequence[Any]) -> None:
         calls.append(sum(len(p) for p in parts))
+        engrams.append(len(parts[0]))
         real(*parts)
 
     bob.backend.import_records = spy  # type: ignore[method-assign]
     import_store(bob, path)
     assert sum(calls) == sum(report.counts.values())
-    assert len(calls) > 1 and max(calls) <= 1000, calls
+    assert len(calls) > 3 and max(calls) <= 500, calls
+    assert max(engrams) <= 30, engrams
+    assert canonical_hash(bob) == canonical_hash(populated)
 
 
 def test_refuses_a_non_empty_store_unless_merging(

@@ -21,10 +21,10 @@ an explicit UTC offset; naive timestamps are refused. A path ending in ``.gz`` i
 gzip-compressed (import detects gzip by its magic bytes).
 
 Export and import stream: records are written as they are read from the store, and
-imported in batches of ``IMPORT_BATCH`` through ``StorageBackend.import_records``, so
-memory stays flat whatever the store size. Edges whose endpoints were not exported
-(written concurrently with the export) are left out, so the file is always a
-referentially consistent graph.
+imported through ``StorageBackend.import_records`` in bounded batches (``IMPORT_BATCH``
+records, at most ``ENGRAM_BATCH`` engrams), so memory stays flat whatever the store size.
+Edges whose endpoints were not exported (written concurrently with the export) are left
+out, so the file is always a referentially consistent graph.
 
 Importing a file made with another embedding model re-embeds engram contents and cue
 names with the target engine's embedder: vectors of two models (or two dimensions) are

@@ -36,7 +36,12 @@ if TYPE_CHECKING:
 
 log = get_logger(__name__)
 
-IMPORT_BATCH = 1000
+#: Records per ``import_records`` call. Large batches amortise per-call work in the
+#: backends (Kùzu: 2,000 memories imported in 11 s with 20,000, 18 s with 1,000)...
+IMPORT_BATCH = 20_000
+#: ... while engrams, the large records (content and vector), flush at this count, so
+#: memory stays bounded whatever the store size.
+ENGRAM_BATCH = 2_000
 EMBED_BATCH = 256
 
 
@@ -236,7 +241,7 @@ class _Loader:
         self.pending[kind].append(item)
         self.report.counts[kind] += 1
         self.size += 1
-        if self.size >= IMPORT_BATCH:
+        if self.size >= IMPORT_BATCH or len(self.pending["engrams"]) >= ENGRAM_BATCH:
             self.flush()
 
     def flush(self) -> None:
