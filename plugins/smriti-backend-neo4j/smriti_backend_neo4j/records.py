@@ -23,6 +23,22 @@ def vector_param(embedding: object) -> list[float] | None:
     return np.asarray(embedding, dtype=np.float64).reshape(-1).tolist()
 
 
+def vector_bytes(embedding: object) -> bytes | None:
+    """An embedding as little-endian float32 bytes (the compact copy reads return)."""
+    if embedding is None:
+        return None
+    return np.asarray(embedding, dtype="<f4").reshape(-1).tobytes()
+
+
+def vector_from(props: Mapping[str, Any]) -> np.ndarray | None:
+    """A node's embedding from its compact copy, else from the float list (older data)."""
+    packed = props.get("embedding_f32")
+    if packed is not None:
+        return np.frombuffer(bytes(packed), dtype="<f4").astype(np.float32)
+    listed = props.get("embedding")
+    return None if listed is None else np.asarray(listed, dtype=np.float32)
+
+
 def utc(ts: datetime) -> datetime:
     """A timezone-aware UTC datetime (naive values are taken to be UTC already)."""
     return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
@@ -49,6 +65,7 @@ def engram_props(engram: Engram, user: str) -> dict[str, Any]:
         "last_accessed_at": utc(engram.last_accessed_at),
         "decay_factor": clamp01(engram.decay_factor),
         "embedding": vector_param(engram.embedding),
+        "embedding_f32": vector_bytes(engram.embedding),
         "source": engram.source,
         "tags": tags,
         # Full-text indexes cover string properties only, so tags are also kept as text.
@@ -59,7 +76,6 @@ def engram_props(engram: Engram, user: str) -> dict[str, Any]:
 
 def engram_from(props: Mapping[str, Any]) -> Engram:
     """An Engram from a node's property map."""
-    embedding = props.get("embedding")
     return Engram(
         id=props["id"],
         content=props.get("content", ""),
@@ -70,7 +86,7 @@ def engram_from(props: Mapping[str, Any]) -> Engram:
         last_accessed_at=from_neo4j_time(props["last_accessed_at"]),
         access_count=int(props.get("access_count", 0)),
         decay_factor=float(props.get("decay_factor", 1.0)),
-        embedding=None if embedding is None else np.asarray(embedding, dtype=np.float32),
+        embedding=vector_from(props),
         source=props.get("source", ""),
         tags=list(props.get("tags") or []),
         cluster_id=int(props.get("cluster_id", -1)),
@@ -98,17 +114,17 @@ def cue_props(cue: Cue, user: str) -> dict[str, Any]:
         "key": normalise_cue_name(cue.name),
         "cue_type": cue.cue_type,
         "embedding": vector_param(cue.embedding),
+        "embedding_f32": vector_bytes(cue.embedding),
     }
 
 
 def cue_from(props: Mapping[str, Any]) -> Cue:
     """A Cue from a node's property map."""
-    embedding = props.get("embedding")
     return Cue(
         id=props["id"],
         name=props["name"],
         cue_type=props.get("cue_type", "keyword"),
-        embedding=None if embedding is None else np.asarray(embedding, dtype=np.float32),
+        embedding=vector_from(props),
     )
 
 

@@ -1,0 +1,41 @@
+"""A database written by an older version (or the reference server) opens and is migrated."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import neo4j
+import numpy as np
+from smriti_backend_neo4j.backend import Neo4jBackend
+
+from .conftest import ServerInfo
+
+
+def test_old_nodes_are_migrated_and_readable(
+    neo4j_server: ServerInfo, make_backend: Callable[..., Neo4jBackend]
+) -> None:
+    vector = [0.5, 0.5, 0.5, 0.5]
+    when = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
+    with neo4j.GraphDatabase.driver(
+        neo4j_server.uri, auth=(neo4j_server.username, neo4j_server.password)
+    ) as driver:
+        driver.execute_query(
+            "CREATE (:Engram {user: 'olduser', id: 'old1', content: 'legacy walrus note', "
+            "summary: 's', memory_type: 'semantic', importance: 0.4, access_count: 2, "
+            "created_at: $when, last_accessed_at: $when, decay_factor: 0.9, "
+            "embedding: $vector, source: '', tags: ['vintage']})",
+            when=when,
+            vector=vector,
+        )
+    backend = make_backend("olduser")
+    [engram] = backend.get_engrams(["old1"])
+    assert engram.cluster_id == -1 and engram.tags == ["vintage"]
+    assert engram.created_at == when
+    np.testing.assert_allclose(engram.embedding, vector)
+    assert [i for i, _ in backend.text_search("vintage", 3)] == ["old1"]
+    assert [i for i, _ in backend.text_search("walrus", 3)] == ["old1"]
+    assert backend.vector_search(np.array(vector), 1)[0][0] == "old1"
+    assert backend.get_meta("neo4j.schema_version") == "1"
+    again = make_backend("olduser")  # a second open does not migrate again
+    assert again.get_engrams(["old1"])[0].cluster_id == -1
