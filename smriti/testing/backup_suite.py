@@ -280,6 +280,7 @@ class EngineBackupTests:
 
         return make
 
+    @pytest.mark.timeout(900)  # 1,000 stores through the full pipeline on a slow machine
     def test_restore_after_losing_the_local_store_is_exact(
         self, make_engine: Callable[..., Any], backup_overrides: dict[str, Any]
     ) -> None:
