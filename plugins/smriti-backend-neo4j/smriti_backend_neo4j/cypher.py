@@ -1,14 +1,16 @@
 """Every Cypher statement the Neo4j backend runs.
 
 All values are parameters (``$user`` on every statement: tenant isolation); index names
-are the constants below, never user text.
+are the constants below or parameters, never user text.
 
 Nodes keep their embedding twice: ``embedding`` (a float list, for the vector index and
 ``vector.similarity.cosine``) and ``embedding_f32`` (little-endian float32 bytes). Reads
-return the bytes and drop the list (``n {.*, embedding: CASE ...}``), because the driver
-decodes one byte string several times faster than a list of floats; nodes written
-before the bytes existed still return their list. Vector-index scores are Neo4j's normalised
-cosine ``(1 + cos) / 2``; the backend converts them back to cosine similarity.
+project the fields they need with the bytes and without the list, because the driver
+decodes one byte string several times faster than a list of floats (and the server need
+not load the list); nodes written before the bytes existed still return their list.
+
+Vector-index scores are Neo4j's normalised cosine ``(1 + cos) / 2``; the backend converts
+them back to cosine similarity.
 """
 
 ENGRAM_VECTOR_INDEX = "smriti_engram_embedding"
@@ -76,7 +78,8 @@ WITH i, k
 MATCH (e:Engram {user: $user, id: $engram_id})
 MERGE (e)-[r:EncodedBy]->(k)
   ON CREATE SET r.strength = 1.0, r.created_at = $now
-RETURN i, k {.*, embedding: CASE WHEN k.embedding_f32 IS NULL THEN k.embedding END} AS cue
+RETURN i, k {.id, .name, .cue_type, .embedding_f32,
+  embedding: CASE WHEN k.embedding_f32 IS NULL THEN k.embedding END} AS cue
 """
 BUMP_COOCCURS = """
 UNWIND $pairs AS p
@@ -144,13 +147,17 @@ SET x.strength = r.strength
 GET_ENGRAMS = """
 UNWIND $ids AS id
 MATCH (e:Engram {user: $user, id: id})
-RETURN e {.*, embedding: CASE WHEN e.embedding_f32 IS NULL THEN e.embedding END} AS p
+RETURN e {.id, .content, .summary, .memory_type, .importance, .access_count,
+  .created_at, .last_accessed_at, .decay_factor, .source, .tags, .cluster_id,
+  .embedding_f32, embedding: CASE WHEN e.embedding_f32 IS NULL THEN e.embedding END} AS p
 """
 LIST_ENGRAMS = """
 MATCH (e:Engram {user: $user})
 WHERE $memory_type IS NULL OR e.memory_type = $memory_type
 WITH e ORDER BY e.last_accessed_at DESC, e.created_at DESC, e.id LIMIT $limit
-RETURN e {.*, embedding: CASE WHEN e.embedding_f32 IS NULL THEN e.embedding END} AS p
+RETURN e {.id, .content, .summary, .memory_type, .importance, .access_count,
+  .created_at, .last_accessed_at, .decay_factor, .source, .tags, .cluster_id,
+  .embedding_f32, embedding: CASE WHEN e.embedding_f32 IS NULL THEN e.embedding END} AS p
 """
 COUNT_ENGRAMS = "MATCH (e:Engram {user: $user}) RETURN count(e) AS n"
 COUNTS = """
@@ -172,13 +179,16 @@ ENGRAMS_PAGE = """
 MATCH (e:Engram {user: $user})
 WHERE e.id > $after
 WITH e ORDER BY e.id LIMIT $batch
-RETURN e {.*, embedding: CASE WHEN e.embedding_f32 IS NULL THEN e.embedding END} AS p
+RETURN e {.id, .content, .summary, .memory_type, .importance, .access_count,
+  .created_at, .last_accessed_at, .decay_factor, .source, .tags, .cluster_id,
+  .embedding_f32, embedding: CASE WHEN e.embedding_f32 IS NULL THEN e.embedding END} AS p
 """
 CUES_PAGE = """
 MATCH (c:Cue {user: $user})
 WHERE c.id > $after
 WITH c ORDER BY c.id LIMIT $batch
-RETURN c {.*, embedding: CASE WHEN c.embedding_f32 IS NULL THEN c.embedding END} AS p
+RETURN c {.id, .name, .cue_type, .embedding_f32,
+  embedding: CASE WHEN c.embedding_f32 IS NULL THEN c.embedding END} AS p
 """
 # Edge pages walk their start nodes in id order; ``last`` is where the next page starts.
 LINKS_PAGE = """
@@ -215,7 +225,8 @@ RETURN last(nodes).id AS last, size(nodes) AS seen,
 GET_CUES = """
 UNWIND $keys AS key
 MATCH (c:Cue {user: $user, key: key})
-RETURN c {.*, embedding: CASE WHEN c.embedding_f32 IS NULL THEN c.embedding END} AS p
+RETURN c {.id, .name, .cue_type, .embedding_f32,
+  embedding: CASE WHEN c.embedding_f32 IS NULL THEN c.embedding END} AS p
 """
 ENGRAMS_FOR_CUES = """
 UNWIND $ids AS cid
@@ -268,7 +279,8 @@ CUE_VECTOR_QUERY = """
 CALL db.index.vector.queryNodes($index, $fetch, $vector) YIELD node
 WITH count(*) AS raw, collect(CASE WHEN node.user = $user THEN node END) AS nodes
 RETURN raw, [n IN nodes | [
-  n {.*, embedding: CASE WHEN n.embedding_f32 IS NULL THEN n.embedding END},
+  n {.id, .name, .cue_type, .embedding_f32,
+    embedding: CASE WHEN n.embedding_f32 IS NULL THEN n.embedding END},
   vector.similarity.cosine(n.embedding, $vector)]] AS hits
 """
 TEXT_QUERY = f"""
@@ -293,5 +305,6 @@ WHERE c.embedding IS NOT NULL
 WITH c, vector.similarity.cosine(c.embedding, $vector) AS score
 WHERE score IS NOT NULL
 WITH c, score ORDER BY score DESC, c.id LIMIT $k
-RETURN c {.*, embedding: CASE WHEN c.embedding_f32 IS NULL THEN c.embedding END} AS p, score
+RETURN c {.id, .name, .cue_type, .embedding_f32,
+  embedding: CASE WHEN c.embedding_f32 IS NULL THEN c.embedding END} AS p, score
 """
