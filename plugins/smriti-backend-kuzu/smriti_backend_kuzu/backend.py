@@ -77,6 +77,7 @@ class KuzuBackend(WritesMixin, QueriesMixin, StorageBackend):
         self.mirror: GraphMirror | None = None
         self.cue_cache = VectorCache()
         self.cues_by_key: dict[str, Cue] = {}
+        self.cues_by_id: dict[str, Cue] = {}
         self.labels: dict[str, int] = {}
         self.vector_index_dims: int | None = None
 
@@ -148,6 +149,7 @@ class KuzuBackend(WritesMixin, QueriesMixin, StorageBackend):
             self.mirror = None
             self.cue_cache.clear()
             self.cues_by_key.clear()
+            self.cues_by_id.clear()
 
     # -- connections and transactions ---------------------------------------------------
     def _conn(self) -> Any:

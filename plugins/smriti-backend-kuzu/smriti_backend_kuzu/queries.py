@@ -223,7 +223,7 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
 
     def cue_vector_search(self, embedding: np.ndarray, k: int) -> list[tuple[Cue, float]]:
         """Top-k cues by cosine, from the in-process cue cache."""
-        by_id = {c.id: c for c in self.cues_by_key.values()}
+        by_id = self.cues_by_id
         return [(by_id[i], s) for i, s in self.cue_cache.search(embedding, k) if i in by_id]
 
     def engrams_for_cues(

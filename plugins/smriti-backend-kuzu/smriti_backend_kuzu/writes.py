@@ -91,6 +91,14 @@ def _link_statement(k: int, new: int) -> str:
     return f"MATCH {match} CREATE {', '.join(edges)}"
 
 
+@lru_cache(maxsize=256)
+def _update_statement(fields: tuple[str, ...], n: int) -> str:
+    """SET ``fields`` of engrams ``$id0..``, each matched by primary key, in one statement."""
+    match = ", ".join(f"(e{i}:Engram {{id: $id{i}}})" for i in range(n))
+    sets = ", ".join(f"e{i}.{f} = ${f}{i}" for i in range(n) for f in fields)
+    return f"MATCH {match} SET {sets}"
+
+
 @lru_cache(maxsize=128)
 def _assoc_statement(n: int) -> str:
     """AssociatedWith edges from ``$a`` to ``$b0..`` (all known to exist)."""
@@ -123,7 +131,9 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             old = self.cues_by_key.get(key)
             if old is not None and old.id != cue.id:
                 self.cue_cache.remove([old.id])
+                self.cues_by_id.pop(old.id, None)
             self.cues_by_key[key] = cue
+            self.cues_by_id[cue.id] = cue
             if cue.embedding is not None:
                 rows.append((cue.id, cue.embedding, 0))
         self.cue_cache.put_many(rows)
@@ -132,6 +142,8 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         """Drop deleted cues from the name map and the cue cache."""
         for key in [k for k, c in self.cues_by_key.items() if c.id in ids]:
             del self.cues_by_key[key]
+        for cid in ids:
+            self.cues_by_id.pop(cid, None)
         self.cue_cache.remove(ids)
 
     def _resolve_cues(self, cues: Sequence[Cue]) -> tuple[list[Cue], list[Cue]]:
@@ -260,11 +272,19 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                 with self._errors(), self._write() as conn:
                     for fields, rows in groups.items():
                         sets = ", ".join(f"e.{f} = r.{f}" for f in fields)
-                        if len(rows) <= SMALL_UPDATE:
+                        if len(rows) <= SMALL_UPDATE and self.mirror is not None:
+                            # One MATCH of several ids: only ids known to exist, or
+                            # one unknown id would void the whole statement.
+                            known = [r for r in rows if r["id"] in self.mirror.rows]
+                            params = {
+                                f"{k}{i}": v for i, r in enumerate(known) for k, v in r.items()
+                            }
+                            if known:
+                                self._exec(conn, _update_statement(fields, len(known)), params)
+                        elif len(rows) <= SMALL_UPDATE:
                             one = ", ".join(f"e.{f} = ${f}" for f in fields)
-                            query = f"MATCH (e:Engram {{id: $id}}) SET {one}"
                             for r in rows:
-                                self._exec(conn, query, r)
+                                self._exec(conn, f"MATCH (e:Engram {{id: $id}}) SET {one}", r)
                         else:
                             self._exec(
                                 conn,
@@ -389,7 +409,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             if self.mirror is not None:
                 for e in engrams:
                     self.mirror.put_engram(e, self.label(e.memory_type))
-                known = {c.id for c in self.cues_by_key.values()}
+                known = set(self.cues_by_id)
                 self.mirror.put_links((r["e"], r["c"], r["s"]) for r in lrows if r["c"] in known)
                 self.mirror.put_associations(_assoc_from_rows(arows))
 
@@ -399,7 +419,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         if table == "Engram" and self.mirror is not None:
             return known | {i for i in unknown if i in self.mirror.rows}
         if table == "Cue":
-            cached = {c.id for c in self.cues_by_key.values()}
+            cached = set(self.cues_by_id)
             found = {i for i in unknown if i in cached}
             return known | found
         if not unknown:
