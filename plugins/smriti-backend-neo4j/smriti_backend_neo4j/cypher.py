@@ -8,6 +8,8 @@ Nodes keep their embedding twice: ``embedding`` (a float list, for the vector in
 project the fields they need with the bytes and without the list, because the driver
 decodes one byte string several times faster than a list of floats (and the server need
 not load the list); nodes written before the bytes existed still return their list.
+Timestamps are stored as ``DATETIME`` but read as microseconds since the epoch: the
+driver builds each ``DateTime`` object slowly (about half a millisecond each).
 
 Vector-index scores are Neo4j's normalised cosine ``(1 + cos) / 2``; the backend converts
 them back to cosine similarity.
@@ -148,16 +150,20 @@ GET_ENGRAMS = """
 UNWIND $ids AS id
 MATCH (e:Engram {user: $user, id: id})
 RETURN e {.id, .content, .summary, .memory_type, .importance, .access_count,
-  .created_at, .last_accessed_at, .decay_factor, .source, .tags, .cluster_id,
-  .embedding_f32, embedding: CASE WHEN e.embedding_f32 IS NULL THEN e.embedding END} AS p
+  .decay_factor, .source, .tags, .cluster_id, .embedding_f32,
+  created_at: e.created_at.epochSeconds * 1000000 + e.created_at.microsecond,
+  last_accessed_at: e.last_accessed_at.epochSeconds * 1000000 + e.last_accessed_at.microsecond,
+  embedding: CASE WHEN e.embedding_f32 IS NULL THEN e.embedding END} AS p
 """
 LIST_ENGRAMS = """
 MATCH (e:Engram {user: $user})
 WHERE $memory_type IS NULL OR e.memory_type = $memory_type
 WITH e ORDER BY e.last_accessed_at DESC, e.created_at DESC, e.id LIMIT $limit
 RETURN e {.id, .content, .summary, .memory_type, .importance, .access_count,
-  .created_at, .last_accessed_at, .decay_factor, .source, .tags, .cluster_id,
-  .embedding_f32, embedding: CASE WHEN e.embedding_f32 IS NULL THEN e.embedding END} AS p
+  .decay_factor, .source, .tags, .cluster_id, .embedding_f32,
+  created_at: e.created_at.epochSeconds * 1000000 + e.created_at.microsecond,
+  last_accessed_at: e.last_accessed_at.epochSeconds * 1000000 + e.last_accessed_at.microsecond,
+  embedding: CASE WHEN e.embedding_f32 IS NULL THEN e.embedding END} AS p
 """
 COUNT_ENGRAMS = "MATCH (e:Engram {user: $user}) RETURN count(e) AS n"
 COUNTS = """
@@ -171,7 +177,8 @@ RETURN
 ENGRAM_STATS_PAGE = """
 MATCH (e:Engram {user: $user})
 WHERE e.id > $after
-RETURN e {.id, .importance, .access_count, .last_accessed_at, .decay_factor, .cluster_id} AS p
+RETURN e {.id, .importance, .access_count, .decay_factor, .cluster_id,
+  last_accessed_at: e.last_accessed_at.epochSeconds * 1000000 + e.last_accessed_at.microsecond} AS p
 ORDER BY e.id
 LIMIT $batch
 """
@@ -180,8 +187,10 @@ MATCH (e:Engram {user: $user})
 WHERE e.id > $after
 WITH e ORDER BY e.id LIMIT $batch
 RETURN e {.id, .content, .summary, .memory_type, .importance, .access_count,
-  .created_at, .last_accessed_at, .decay_factor, .source, .tags, .cluster_id,
-  .embedding_f32, embedding: CASE WHEN e.embedding_f32 IS NULL THEN e.embedding END} AS p
+  .decay_factor, .source, .tags, .cluster_id, .embedding_f32,
+  created_at: e.created_at.epochSeconds * 1000000 + e.created_at.microsecond,
+  last_accessed_at: e.last_accessed_at.epochSeconds * 1000000 + e.last_accessed_at.microsecond,
+  embedding: CASE WHEN e.embedding_f32 IS NULL THEN e.embedding END} AS p
 """
 CUES_PAGE = """
 MATCH (c:Cue {user: $user})

@@ -7,7 +7,7 @@ as timezone-aware UTC datetimes, which the driver stores as Neo4j ``DATETIME`` v
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -44,8 +44,14 @@ def utc(ts: datetime) -> datetime:
     return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
 
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def from_neo4j_time(value: Any) -> datetime:
-    """A driver ``DateTime`` (or datetime) as a timezone-aware UTC datetime."""
+    """A timezone-aware UTC datetime from microseconds since the epoch (what the read
+    queries project), a driver ``DateTime`` or a datetime."""
+    if isinstance(value, int):
+        return EPOCH + timedelta(microseconds=value)
     native = value.to_native() if hasattr(value, "to_native") else value
     return utc(native)
 
