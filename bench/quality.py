@@ -210,6 +210,8 @@ def variant_rankings(engine: Any, text: str) -> dict[str, list[str]]:
         ch = v.channels(engine, text, 10, k_factor)
         for rule in v.RULES:
             out[f"exp {rule} k={k_factor}x"] = [e.source for e in v.ranked(engine, ch, rule, 10)]
+    ch = v.channels(engine, text, 10, 2, hops=False)
+    out["exp current no-hops"] = [e.source for e in v.ranked(engine, ch, "current", 10)]
     return out
 
 

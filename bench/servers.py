@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import socket
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -95,6 +96,7 @@ class Servers:
         if spec is None or spec.loader is None:
             return None
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # its dataclasses look their module up there
         spec.loader.exec_module(module)
         server = module.start(Path(tempfile.mkdtemp(prefix="smriti-bench-neo4j-")))
         self.stops.append(server.stop)

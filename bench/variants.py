@@ -10,6 +10,9 @@ then scores the candidates with a fusion rule and the engine's composite score:
 - ``noisy-or``: similarity = 1 - prod(1 - channel score);
 - ``rrf``: similarity = reciprocal-rank fusion of the channel rankings, scaled to [0, 1].
 
+``k_factor`` sets the vector/lexical candidate depth (the engine uses 2 x limit) and
+``hops=False`` skips multi-hop expansion.
+
 Hop results keep the similarity the engine gave them. Nothing here changes the engine;
 it measures what a change in ``smriti/engine/recall.py`` would do.
 """
@@ -37,7 +40,7 @@ class Channels:
     found: dict[str, Any]
 
 
-def channels(engine: Any, text: str, limit: int, k_factor: int = 2) -> Channels:
+def channels(engine: Any, text: str, limit: int, k_factor: int = 2, hops: bool = True) -> Channels:
     """Run the engine's channel stages for ``text`` (no strengthening)."""
     names = sorted(
         {normalise_cue_name(c.name) for c in engine.extractor.extract(text, query=True).cues}
@@ -54,7 +57,8 @@ def channels(engine: Any, text: str, limit: int, k_factor: int = 2) -> Channels:
     pipeline._merge(found, cue, "cue", 0)
     pipeline._merge(found, vector, "vector", 0)
     pipeline._merge(found, lexical, "lexical", 0)
-    pipeline.expand(engine, found)
+    if hops:
+        pipeline.expand(engine, found)
     return Channels(cue, vector, lexical, found)
 
 
