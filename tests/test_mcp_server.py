@@ -13,9 +13,11 @@ from mcp.client import Client
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult
 
+from smriti import validation
 from smriti.config import Settings
 from smriti.engine import Engine
-from smriti.mcp_server import build_server, parse_importance, run_engine
+from smriti.mcp_server import build_server, run_engine
+from smriti.mcp_server.tools import checked
 from smriti.model import MEMORY_TYPES
 from smriti.plugins import create_plugin_manager
 
@@ -345,16 +347,18 @@ async def test_engine_failure_is_a_tool_error_not_a_crash(client: Client, engine
 # --------------------------------------------------------------------------- the edge itself
 
 
-@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, -0.01, 1.01, None, True, "", [1]])
-def test_parse_importance_rejects(value: Any) -> None:
+@pytest.mark.parametrize(
+    "value", [math.nan, math.inf, -math.inf, -0.01, 1.01, None, True, "", [1], "high"]
+)
+def test_importance_rejected_at_the_edge(value: Any) -> None:
     with pytest.raises(ToolError, match="importance"):
-        parse_importance(value)
+        checked(validation.importance, value)
 
 
-def test_parse_importance_accepts_numbers_and_leaves_words_to_the_engine() -> None:
-    assert parse_importance(0) == 0.0 and parse_importance(1) == 1.0
-    assert parse_importance(" 0.25 ") == 0.25
-    assert parse_importance("high") == "high"
+def test_importance_accepts_numbers_and_numeric_strings() -> None:
+    assert checked(validation.importance, 0) == 0.0
+    assert checked(validation.importance, 1) == 1.0
+    assert checked(validation.importance, " 0.25 ") == 0.25
 
 
 async def test_unexpected_exception_becomes_a_generic_tool_error() -> None:

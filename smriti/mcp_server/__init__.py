@@ -1,0 +1,11 @@
+"""The MCP server: three tools and one prompt over stdio or streamable HTTP.
+
+``build_server(engine)`` gives the server object (tests use it with the SDK's in-memory
+client); ``run_server(settings)`` opens the engine and serves until stdin closes or a
+SIGTERM/SIGINT arrives, then closes the engine and returns 0.
+"""
+
+from smriti.mcp_server.server import Transport, run_server
+from smriti.mcp_server.tools import build_server, run_engine
+
+__all__ = ["Transport", "build_server", "run_engine", "run_server"]

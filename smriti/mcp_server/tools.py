@@ -1,0 +1,262 @@
+"""The three tools and the prompt, bound to an Engine.
+
+Tool names and parameters match the reference server (SPEC §4) because MCP clients
+already call them. Arguments are validated here with ``smriti.validation`` (the same
+rules as the engine and the CLI) so that the SDK's coercion never decides what a bad
+value means; every failure is a tool error whose text a person or agent can act on.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
+
+import anyio
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from smriti import validation
+from smriti.errors import InvalidInput, SmritiError
+from smriti.logs import get_logger
+from smriti.mcp_server.schemas import (
+    ForgottenOut,
+    ImportanceArg,
+    LimitArg,
+    ManageOut,
+    RecallOut,
+    StoredMemoryOut,
+    TagsArg,
+)
+from smriti.mcp_server.texts import (
+    MANAGE_DESCRIPTION,
+    RECALL_DESCRIPTION,
+    SERVER_INSTRUCTIONS,
+    STORE_DESCRIPTION,
+    SYSTEM_PROMPT,
+)
+from smriti.mcp_server.transport import SmritiServer
+from smriti.model import MEMORY_TYPES
+
+if TYPE_CHECKING:
+    from smriti.engine import Engine
+
+log = get_logger(__name__)
+
+RECALL_MODES = validation.RECALL_MODES
+MANAGE_ACTIONS = ("forget", "sync", "consolidate", "stats")
+
+
+def _bad(message: str) -> ToolError:
+    return ToolError(message)
+
+
+def checked[T](check: Callable[..., T], *args: Any) -> T:
+    """Run a ``smriti.validation`` check, turning InvalidInput into a tool error."""
+    try:
+        return check(*args)
+    except InvalidInput as exc:
+        raise ToolError(str(exc)) from None
+
+
+def parse_action(value: str) -> str:
+    """A manage action: forget, sync, consolidate or stats."""
+    chosen = value.strip().lower() if isinstance(value, str) else ""
+    if chosen not in MANAGE_ACTIONS:
+        raise _bad(f"action must be one of {', '.join(MANAGE_ACTIONS)}; got {str(value)[:40]!r}")
+    return chosen
+
+
+async def run_engine[T](fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run a synchronous engine call in a worker thread, mapping errors to tool errors.
+
+    SmritiError (invalid input, unknown id, backend failure...) becomes a tool error with
+    its own message. Anything else is a bug: its traceback goes to the log (stderr) and
+    the agent gets a generic message.
+    """
+    try:
+        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+    except SmritiError as exc:
+        log.debug("tool call rejected", call=fn.__name__, error=str(exc))
+        raise ToolError(str(exc)) from None
+    except Exception:
+        log.exception("tool call failed unexpectedly", call=fn.__name__)
+        raise ToolError(
+            f"Smriti hit an internal error during {fn.__name__}; nothing was reported to "
+            "you beyond this. The server log (stderr) has the details."
+        ) from None
+
+
+def _forgotten(engram: Any) -> ForgottenOut:
+    created = engram.created_at
+    return {
+        "id": engram.id,
+        "summary": engram.summary,
+        "memory_type": engram.memory_type,
+        "created_at": created.isoformat() if hasattr(created, "isoformat") else str(created),
+    }
+
+
+def build_server(engine: Engine) -> MCPServer:
+    """An MCP server exposing ``engine`` as the smriti_store/recall/manage tools."""
+    settings = getattr(engine, "settings", None)
+    level = (getattr(settings, "log_level", "info") or "info").upper()
+    max_limit = getattr(settings, "max_recall_limit", 100)
+    from smriti import __version__
+
+    server = SmritiServer(
+        "smriti",
+        title="Smriti memory",
+        version=__version__,
+        instructions=SERVER_INSTRUCTIONS,
+        log_level=level if level in {"DEBUG", "INFO", "WARNING", "ERROR"} else "INFO",
+    )
+    _add_store(server, engine)
+    _add_recall(server, engine, max_limit)
+    _add_manage(server, engine)
+    _add_prompt(server)
+    return server
+
+
+def _add_store(server: MCPServer, engine: Engine) -> None:
+    @server.tool(
+        name="smriti_store",
+        title="Store a memory",
+        description=STORE_DESCRIPTION,
+        annotations=ToolAnnotations(
+            title="Store a memory",
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=False,
+            open_world_hint=False,
+        ),
+    )
+    async def smriti_store(
+        content: Annotated[str, Field(description="The memory text, self-contained.")],
+        importance: ImportanceArg = 0.5,
+        tags: TagsArg = "",
+        source: Annotated[
+            str, Field(description="Where this came from, e.g. 'chat', a URL or file.")
+        ] = "",
+    ) -> StoredMemoryOut:
+        """Store one memory."""
+        value = checked(validation.importance, importance)
+        outcome = await run_engine(
+            engine.store, content, importance=value, tags=tags, source=source or None
+        )
+        return outcome.to_dict()  # type: ignore[return-value]
+
+
+def _add_recall(server: MCPServer, engine: Engine, max_limit: int) -> None:
+    @server.tool(
+        name="smriti_recall",
+        title="Recall memories",
+        description=RECALL_DESCRIPTION,
+        annotations=ToolAnnotations(
+            title="Recall memories",
+            # Only access statistics change (SPEC §6.7); the memories themselves do not,
+            # so clients may auto-approve it like a read.
+            read_only_hint=True,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+    )
+    async def smriti_recall(
+        query: Annotated[
+            str, Field(description="What to remember, a few key words. Empty lists recent.")
+        ] = "",
+        limit: LimitArg = 5,
+        mode: Annotated[
+            str,
+            Field(
+                description="recall (associative, default), search (semantic only) or "
+                "list (most recently used).",
+                json_schema_extra={"enum": list(RECALL_MODES)},
+            ),
+        ] = "recall",
+        memory_type: Annotated[
+            str,
+            Field(
+                description="Only this type: episodic, semantic or procedural (empty: all).",
+                json_schema_extra={"enum": ["", *MEMORY_TYPES]},
+            ),
+        ] = "",
+    ) -> RecallOut:
+        """Recall memories."""
+        count = checked(validation.limit, limit, max_limit)
+        chosen_mode = checked(
+            validation.mode, mode.strip().lower() if isinstance(mode, str) else mode
+        )
+        kind = checked(validation.memory_type, memory_type)
+        results = await run_engine(
+            engine.recall, query or None, limit=count, mode=chosen_mode, memory_type=kind
+        )
+        if not query.strip():
+            chosen_mode = "list"
+        items = [r.to_dict() for r in results]
+        return {"query": query, "mode": chosen_mode, "count": len(items), "results": items}  # type: ignore[typeddict-item]
+
+
+def _add_manage(server: MCPServer, engine: Engine) -> None:
+    @server.tool(
+        name="smriti_manage",
+        title="Manage memory",
+        description=MANAGE_DESCRIPTION,
+        annotations=ToolAnnotations(
+            title="Manage memory",
+            read_only_hint=False,
+            destructive_hint=True,
+            idempotent_hint=False,
+            open_world_hint=True,  # sync pushes to a remote backup
+        ),
+    )
+    async def smriti_manage(
+        action: Annotated[
+            str,
+            Field(
+                description="forget, stats, consolidate or sync.",
+                json_schema_extra={"enum": list(MANAGE_ACTIONS)},
+            ),
+        ],
+        memory_id: Annotated[
+            str, Field(description="The id of the memory to forget (action=forget).")
+        ] = "",
+    ) -> ManageOut:
+        """Manage memory."""
+        chosen = parse_action(action)
+        return await _manage(engine, chosen, memory_id.strip())
+
+
+async def _manage(engine: Engine, action: str, memory_id: str) -> ManageOut:
+    if action == "forget":
+        if not memory_id:
+            raise _bad("memory_id is required for action=forget (get ids from smriti_recall)")
+        engram = await run_engine(engine.forget, memory_id)
+        return {
+            "action": action,
+            "message": f"forgot memory {engram.id}",
+            "forgotten": _forgotten(engram),
+        }
+    if action == "sync":
+        report = await run_engine(engine.sync)
+        data = report.to_dict()
+        return {"action": action, "message": str(data.get("message", "")), "sync": data}  # type: ignore[typeddict-item]
+    if action == "consolidate":
+        done = (await run_engine(engine.consolidate)).to_dict()
+        return {"action": action, "message": "consolidation done", "consolidation": done}  # type: ignore[typeddict-item]
+    stats = await run_engine(engine.stats)
+    return {"action": action, "message": f"memory statistics for {engine.user}", "stats": stats}
+
+
+def _add_prompt(server: MCPServer) -> None:
+    @server.prompt(
+        name="smriti_system_prompt",
+        title="How to use Smriti memory",
+        description="System-prompt text telling an agent when and how to store, recall "
+        "and forget with Smriti.",
+    )
+    def smriti_system_prompt() -> str:
+        return SYSTEM_PROMPT
