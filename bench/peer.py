@@ -96,33 +96,42 @@ def load_module(data_dir: Path, embedder: locomo.CachingEmbedder) -> Any:
     return mg
 
 
+class Rows:
+    """A growable float32 matrix (capacity doubles), with ids per row."""
+
+    def __init__(self, dims: int = 384) -> None:
+        self.ids: list[str] = []
+        self.data = np.zeros((1024, dims), dtype=np.float32)
+
+    def add(self, row_id: str, vector: Any) -> None:
+        if len(self.ids) == self.data.shape[0]:
+            self.data = np.vstack([self.data, np.zeros_like(self.data)])
+        self.data[len(self.ids)] = np.asarray(vector, np.float32)
+        self.ids.append(row_id)
+
+    @property
+    def matrix(self) -> np.ndarray:
+        return self.data[: len(self.ids)]
+
+
 class FastLoader:
     """Vectorised replica of ``MemoryGraph.add`` for bulk loading (see module doc)."""
 
     def __init__(self, mg: Any, graph: Any) -> None:
         self.mg, self.graph = mg, graph
-        self.mem_ids: list[str] = []
-        self.mem_matrix = np.zeros((0, 384), dtype=np.float32)
-        self.key_ids: list[str] = []
-        self.key_matrix = np.zeros((0, 384), dtype=np.float32)
-        self.concept_rows: list[int] = []
+        self.mems, self.keys, self.concepts = Rows(), Rows(), Rows()
         self.names: dict[tuple[str, str], str] = {}
         for kid, key in graph.keys.items():
             self._add_key_row(kid, key)
         for mid, mem in graph.memories.items():
-            self._add_mem_row(mid, mem.embedding)
+            self.mems.add(mid, mem.embedding)
 
     def _add_key_row(self, kid: str, key: Any) -> None:
-        self.key_ids.append(kid)
-        self.key_matrix = np.vstack([self.key_matrix, np.asarray(key.embedding, np.float32)])
+        self.keys.add(kid, key.embedding)
         if key.key_type == "concept":
-            self.concept_rows.append(len(self.key_ids) - 1)
+            self.concepts.add(kid, key.embedding)
         else:
             self.names[(key.concept, key.key_type)] = kid
-
-    def _add_mem_row(self, mid: str, embedding: list[float]) -> None:
-        self.mem_ids.append(mid)
-        self.mem_matrix = np.vstack([self.mem_matrix, np.asarray(embedding, np.float32)])
 
     def key(self, concept: str, key_type: str, embed: Any) -> str:
         """find_or_create_key: names by exact match, concepts merged at cosine 0.85."""
@@ -132,11 +141,11 @@ class FastLoader:
             if kid:
                 return kid
         vec = np.asarray(embed(concept), np.float32)
-        if key_type == "concept" and self.concept_rows:
-            sims = self.key_matrix[self.concept_rows] @ vec
+        if key_type == "concept" and self.concepts.ids:
+            sims = self.concepts.matrix @ vec
             best = int(np.argmax(sims))
             if float(sims[best]) >= mg.KEY_MERGE_THRESHOLD:
-                return self.key_ids[self.concept_rows[best]]
+                return self.concepts.ids[best]
         kid = mg._uid()
         g.keys[kid] = mg.Key(id=kid, concept=concept, embedding=vec.tolist(), key_type=key_type)
         self._add_key_row(kid, g.keys[kid])
@@ -147,13 +156,13 @@ class FastLoader:
         g, mg = self.graph, self.mg
         emb = np.asarray(embed(content), np.float32)
         dup = None
-        if self.mem_ids:
-            sims = self.mem_matrix @ emb
+        if self.mems.ids:
+            sims = self.mems.matrix @ emb
             for i in np.argsort(-sims)[:5]:
                 if sims[i] < mg.MEMORY_DEDUP_THRESHOLD:
                     break
-                if self.mem_ids[i] not in g._superseded_by:
-                    dup = self.mem_ids[i]
+                if self.mems.ids[i] not in g._superseded_by:
+                    dup = self.mems.ids[i]
                     break
         mid = mg._uid()
         now = time.time()
@@ -167,11 +176,11 @@ class FastLoader:
         g.memories[mid] = mem
         for concept in mg._sanitize_keys(keys):
             g._link(self.key(concept, types_.get(concept, "concept"), embed), mid)
-        if self.key_ids:
-            sims = self.key_matrix @ emb
+        if self.keys.ids:
+            sims = self.keys.matrix @ emb
             for i in np.nonzero(sims >= mg.KEY_AUTO_LINK_THRESHOLD)[0]:
-                g._link(self.key_ids[int(i)], mid)
-        self._add_mem_row(mid, mem.embedding)
+                g._link(self.keys.ids[int(i)], mid)
+        self.mems.add(mid, emb)
         return mid
 
 
