@@ -36,12 +36,12 @@ if TYPE_CHECKING:
 
 log = get_logger(__name__)
 
-#: Records per ``import_records`` call. Large batches amortise per-call work in the
-#: backends (Kùzu: 2,000 memories imported in 11 s with 20,000, 18 s with 1,000)...
-IMPORT_BATCH = 20_000
-#: ... while engrams, the large records (content and vector), flush at this count, so
-#: memory stays bounded whatever the store size.
-ENGRAM_BATCH = 2_000
+#: Records per ``import_records`` call. Larger batches were 35 % faster on Kùzu, but
+#: Kùzu 0.11's backend then lost a few CoOccurs edges (2 of 95,290 at 20,000 per call),
+#: so the verified size is kept until that is fixed.
+IMPORT_BATCH = 1_000
+#: Engrams (the large records: content and vector) flush at this count at the latest.
+ENGRAM_BATCH = 1_000
 EMBED_BATCH = 256
 
 
