@@ -134,18 +134,24 @@ def cue_from(props: Mapping[str, Any]) -> Cue:
     )
 
 
+MAX_QUERY_TERMS = 256
+
+
 def lucene_query(text: str) -> str:
     """Plain user text as a Lucene query that matches any of its words, syntax inert.
 
     Each whitespace-separated token becomes a quoted phrase (inside quotes only ``"``
     and ``\\`` are special, and both are escaped); tokens without a letter or digit
     are dropped because the analyzer would discard them anyway. Returns "" when
-    nothing is left.
+    nothing is left. At most ``MAX_QUERY_TERMS`` distinct tokens are kept (Lucene refuses
+    queries of more than 1024 clauses).
     """
-    phrases = []
+    phrases: dict[str, None] = {}
     for token in text.split():
         if not any(ch.isalnum() for ch in token):
             continue
         escaped = token.replace("\\", "\\\\").replace('"', '\\"')
-        phrases.append(f'"{escaped}"')
+        phrases[f'"{escaped}"'] = None
+        if len(phrases) >= MAX_QUERY_TERMS:
+            break
     return " OR ".join(phrases)

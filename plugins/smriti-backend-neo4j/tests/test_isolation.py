@@ -182,3 +182,11 @@ def test_two_users_never_see_or_touch_each_other(
             assert link.engram_id in owned[i] and link.cue_id in cue_ids
         for a in engine.backend.iter_associations():
             assert a.source_id in owned[i] and a.target_id in owned[i]
+
+
+def test_very_long_text_queries_work(make_backend: Callable[..., Neo4jBackend]) -> None:
+    build = GraphBuilder(DIMS)
+    backend = make_backend("alice")
+    backend.add_memory(build.engram(1, content="needle in the haystack"), [], [])
+    words = " ".join(f"word{i}" for i in range(3000))
+    assert [i for i, _ in backend.text_search(f"needle {words}", 5)] == ["e00001"]
