@@ -34,7 +34,6 @@ from smriti.model import (
     Engram,
     EngramUpdate,
     Link,
-    clamp01,
     normalise_cue_name,
     utcnow,
 )
@@ -42,14 +41,16 @@ from smriti.storage import EngramStats, StorageBackend, StoredMemory, batched
 from smriti_backend_neo4j import cypher as q
 from smriti_backend_neo4j.naming import database_name_for
 from smriti_backend_neo4j.records import (
+    association_from,
+    association_row,
     cue_from,
     cue_props,
+    distinct_cues,
     engram_from,
     engram_props,
-    from_neo4j_time,
     lucene_query,
     stats_from,
-    utc,
+    update_row,
     vector_param,
 )
 
@@ -338,8 +339,8 @@ class Neo4jBackend(StorageBackend):
         """Store the engram, its cues, EncodedBy, CoOccurs and AssociatedWith edges in one
         transaction."""
         props = engram_props(engram, self.user)
-        cue_rows = _distinct_cues(cues, self.user)
-        assoc_rows = [_association_row(a) for a in associations]
+        cue_rows = distinct_cues(cues, self.user)
+        assoc_rows = [association_row(a) for a in associations]
         now = utcnow()
 
         def work(tx: ManagedTransaction) -> list[dict[str, Any]]:
@@ -363,7 +364,7 @@ class Neo4jBackend(StorageBackend):
     def update_engrams(self, updates: Sequence[EngramUpdate]) -> None:
         """Apply partial updates, ``WRITE_BATCH`` per transaction; unknown ids ignored."""
         for chunk in batched(updates, WRITE_BATCH):
-            self._write(q.UPDATE_ENGRAMS, rows=[_update_row(u) for u in chunk])
+            self._write(q.UPDATE_ENGRAMS, rows=[update_row(u) for u in chunk])
 
     def delete_engrams(self, ids: Sequence[str]) -> int:
         """Delete these engrams with every edge touching them; return how many existed."""
@@ -395,7 +396,7 @@ class Neo4jBackend(StorageBackend):
             (q.IMPORT_CUES, [cue_props(c, self.user) for c in cues]),
             (q.IMPORT_LINKS, [{"engram": x.engram_id, "cue": x.cue_id, "strength": x.strength}
                               for x in links]),
-            (q.MERGE_ASSOCIATIONS, [_association_row(a) for a in associations]),
+            (q.MERGE_ASSOCIATIONS, [association_row(a) for a in associations]),
             (q.IMPORT_COOCCURS, [{"source": c.source_id, "target": c.target_id,
                                   "strength": float(c.strength)} for c in cooccurrences]),
         ]  # fmt: skip
@@ -568,7 +569,7 @@ class Neo4jBackend(StorageBackend):
         ids = list(dict.fromkeys(engram_ids))
         seen: dict[tuple[str, str, str], Association] = {}
         for r in self._read(q.ASSOCIATIONS_OF, ids=ids, limit=int(limit_per_engram)):
-            edge = _association_from(
+            edge = association_from(
                 [r["source"], r["target"], r["strength"], r["relation_type"], r["created_at"]]
             )
             seen.setdefault((edge.source_id, edge.target_id, edge.relation_type), edge)
@@ -593,7 +594,7 @@ class Neo4jBackend(StorageBackend):
     def iter_associations(self) -> Iterator[Association]:
         """Every AssociatedWith edge of the user."""
         for row in self._edge_pages(q.ASSOCIATIONS_PAGE):
-            yield _association_from(row)
+            yield association_from(row)
 
     def iter_cooccurrences(self) -> Iterator[CoOccurrence]:
         """Every CoOccurs edge of the user."""
@@ -617,39 +618,3 @@ def _cosine(normalised_score: float) -> float:
 def _first_line(exc: BaseException) -> str:
     text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
     return str(text).strip().splitlines()[0]
-
-
-def _distinct_cues(cues: Sequence[Cue], user: str) -> list[dict[str, Any]]:
-    """Cue property maps, one per normalised name (the first wins)."""
-    rows: dict[str, dict[str, Any]] = {}
-    for cue in cues:
-        props = cue_props(cue, user)
-        rows.setdefault(props["key"], props)
-    return list(rows.values())
-
-
-def _association_row(a: Association) -> dict[str, Any]:
-    return {
-        "source": a.source_id,
-        "target": a.target_id,
-        "strength": float(a.strength),
-        "relation_type": a.relation_type,
-        "created_at": utc(a.created_at) if a.created_at else utcnow(),
-    }
-
-
-def _association_from(row: Sequence[Any]) -> Association:
-    source, target, strength, relation_type, created_at = row
-    when = from_neo4j_time(created_at) if created_at is not None else None
-    return Association(source, target, float(strength), relation_type or "semantic", when)
-
-
-def _update_row(u: EngramUpdate) -> dict[str, Any]:
-    return {
-        "id": u.id,
-        "access_count": None if u.access_count is None else int(u.access_count),
-        "last_accessed_at": None if u.last_accessed_at is None else utc(u.last_accessed_at),
-        "decay_factor": None if u.decay_factor is None else clamp01(u.decay_factor),
-        "cluster_id": None if u.cluster_id is None else int(u.cluster_id),
-        "importance": None if u.importance is None else clamp01(u.importance),
-    }

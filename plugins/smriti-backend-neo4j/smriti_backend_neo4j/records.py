@@ -6,13 +6,21 @@ as timezone-aware UTC datetimes, which the driver stores as Neo4j ``DATETIME`` v
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
 
-from smriti.model import Cue, Engram, clamp01, normalise_cue_name
+from smriti.model import (
+    Association,
+    Cue,
+    Engram,
+    EngramUpdate,
+    clamp01,
+    normalise_cue_name,
+    utcnow,
+)
 from smriti.storage import EngramStats
 
 
@@ -155,3 +163,39 @@ def lucene_query(text: str) -> str:
         if len(phrases) >= MAX_QUERY_TERMS:
             break
     return " OR ".join(phrases)
+
+
+def distinct_cues(cues: Sequence[Cue], user: str) -> list[dict[str, Any]]:
+    """Cue property maps, one per normalised name (the first wins)."""
+    rows: dict[str, dict[str, Any]] = {}
+    for cue in cues:
+        props = cue_props(cue, user)
+        rows.setdefault(props["key"], props)
+    return list(rows.values())
+
+
+def association_row(a: Association) -> dict[str, Any]:
+    return {
+        "source": a.source_id,
+        "target": a.target_id,
+        "strength": float(a.strength),
+        "relation_type": a.relation_type,
+        "created_at": utc(a.created_at) if a.created_at else utcnow(),
+    }
+
+
+def association_from(row: Sequence[Any]) -> Association:
+    source, target, strength, relation_type, created_at = row
+    when = from_neo4j_time(created_at) if created_at is not None else None
+    return Association(source, target, float(strength), relation_type or "semantic", when)
+
+
+def update_row(u: EngramUpdate) -> dict[str, Any]:
+    return {
+        "id": u.id,
+        "access_count": None if u.access_count is None else int(u.access_count),
+        "last_accessed_at": None if u.last_accessed_at is None else utc(u.last_accessed_at),
+        "decay_factor": None if u.decay_factor is None else clamp01(u.decay_factor),
+        "cluster_id": None if u.cluster_id is None else int(u.cluster_id),
+        "importance": None if u.importance is None else clamp01(u.importance),
+    }
