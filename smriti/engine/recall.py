@@ -28,6 +28,9 @@ HOP_SEEDS = 10
 HOP_EDGES = 5
 HOP_CUE_MAX_DEGREE = 50
 MAX_HOPS = 2
+#: Candidates loaded and scored: POOL_PER_RESULT per requested result, at least POOL_MIN.
+POOL_PER_RESULT = 8
+POOL_MIN = 40
 
 
 @dataclass(slots=True)
@@ -189,9 +192,7 @@ def rank(
     engine: Engine, found: dict[str, Candidate], limit: int, memory_type: str | None
 ) -> list[RecallResult]:
     """Score candidates, keep the best ``limit`` of the right type, strengthen them."""
-    engrams = {e.id: e for e in engine.backend.get_engrams(list(found))}
-    if memory_type:
-        engrams = {i: e for i, e in engrams.items() if e.memory_type == memory_type}
+    engrams = load_pool(engine, found, limit, memory_type)
     now = utcnow()
     weights = Weights.from_settings(engine.settings)
     seed = seed_cluster(engrams[i] for i, c in found.items() if c.hop == 0 and i in engrams)
@@ -208,6 +209,27 @@ def rank(
     chosen = results[:limit]
     strengthen(engine, [r.engram for r in chosen], now)
     return chosen
+
+
+def load_pool(
+    engine: Engine, found: dict[str, Candidate], limit: int, memory_type: str | None
+) -> dict[str, Engram]:
+    """Load the most promising candidates (by similarity per hop) of the right type.
+
+    Loading every candidate costs a round trip per few hundred rows on server backends,
+    and a candidate far down this order cannot win on recency, importance and decay
+    alone. Chunks are loaded until the pool holds enough engrams of ``memory_type``.
+    """
+    size = max(POOL_MIN, POOL_PER_RESULT * limit)
+    order = sorted(found, key=lambda i: (-found[i].similarity / (1 + found[i].hop), i))
+    pool: dict[str, Engram] = {}
+    for start in range(0, len(order), size):
+        for e in engine.backend.get_engrams(order[start : start + size]):
+            if memory_type is None or e.memory_type == memory_type:
+                pool[e.id] = e
+        if len(pool) >= size:
+            break
+    return pool
 
 
 def strengthen(engine: Engine, engrams: list[Engram], now: object) -> None:
