@@ -307,9 +307,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         prof.stop()
         Path(args.profile).write_text(prof.output_text(unicode=False, color=False, show_all=False))
     if args.consolidate:
+        prof = None
+        if args.profile:
+            from pyinstrument import Profiler
+
+            prof = Profiler(interval=0.001)
+            prof.start()
         t = time.perf_counter()
         report = engine.consolidate()
         out["consolidate_s"] = round(time.perf_counter() - t, 2)
+        if prof is not None:
+            prof.stop()
+            text = prof.output_text(unicode=False, color=False)
+            Path(args.profile + ".consolidate").write_text(text)
         out["consolidate"] = {k: v for k, v in report.to_dict().items() if k != "seconds"}
     out["rss_end_mb"], out["peak_rss_mb"] = rss_mb()
     engine.close()
