@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from smriti.model import Association, CoOccurrence, Cue, Engram, Link, normalise_cue_name
-from smriti.storage import EngramStats, cosine_top_k, unit
+from smriti.storage import EngramStats, batched, cosine_top_k, unit
 from smriti_backend_kuzu.codec import CUE_FIELDS, ENGRAM_FIELDS, engram_from_row, ts_out, vec_out
 from smriti_backend_kuzu.text import bm25, query_tokens
 
@@ -83,6 +83,23 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
 
     def engram_stats(self) -> Iterator[EngramStats]:
         """Every engram's consolidation fields, in pages ordered by id."""
+        mirror = self.mirror
+        if mirror is not None:
+            # From the mirror: keyset pages sort the whole table once per page in Kùzu.
+            for page in batched(sorted(mirror.rows), PAGE):
+                with mirror.lock:
+                    rows = [(key, mirror.rows.get(key)) for key in page]
+                for key, row in rows:
+                    if row is not None:
+                        yield EngramStats(
+                            id=key,
+                            importance=row[3],  # type: ignore[arg-type]
+                            access_count=row[4],  # type: ignore[arg-type]
+                            last_accessed_at=row[6],  # type: ignore[arg-type]
+                            decay_factor=row[7],  # type: ignore[arg-type]
+                            cluster_id=row[10],  # type: ignore[arg-type]
+                        )
+            return
         fields = (
             "e.id, e.importance, e.access_count, e.last_accessed_at, e.decay_factor, e.cluster_id"
         )
