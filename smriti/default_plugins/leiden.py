@@ -20,8 +20,10 @@ SEED = 42
 PROFILE = (0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0)
 RETUNE_CHANGE = 0.10
 DEFAULT_RESOLUTION = 1.0
-#: On large graphs the profile uses fewer points to bound tuning time.
-LARGE_GRAPH_EDGES = 200_000
+#: On large graphs the profile uses fewer points (always including the default) to bound
+#: tuning time; the partition computed at the chosen point is reused, not recomputed.
+LARGE_GRAPH_EDGES = 100_000
+LARGE_PROFILE = (0.5, 1.0, 2.0)
 
 
 class LeidenClusterer(Clusterer):
@@ -47,13 +49,13 @@ class LeidenClusterer(Clusterer):
         index = {node: i for i, node in enumerate(nodes)}
         graph = ig.Graph(n=len(nodes), edges=[(index[a], index[b]) for a, b, _ in edges])
         graph.es["weight"] = [max(float(w), 1e-6) for _, _, w in edges]
-        resolution = self._resolution(graph, state)
-        membership = self._partition(graph, resolution)
+        resolution, membership = self._resolution(graph, state)
         ids = stable_ids(nodes, membership, previous)
         new_state = {"resolution": resolution, "nodes": len(nodes)}
         return ClusterResult(dict(zip(nodes, ids, strict=True)), new_state)
 
-    def _resolution(self, graph: object, state: Mapping[str, object]) -> float:
+    def _resolution(self, graph: object, state: Mapping[str, object]) -> tuple[float, list[int]]:
+        """The resolution to use and the partition at it (tuned when stale)."""
         tuned = state.get("resolution")
         tuned_nodes = state.get("nodes")
         n = graph.vcount()  # type: ignore[attr-defined]
@@ -63,7 +65,9 @@ class LeidenClusterer(Clusterer):
             and tuned_nodes > 0
             and abs(n - tuned_nodes) / tuned_nodes < RETUNE_CHANGE
         )
-        return float(tuned) if reusable else self._tune(graph)  # type: ignore[arg-type]
+        if reusable:
+            return float(tuned), self._partition(graph, float(tuned))  # type: ignore[arg-type]
+        return self._tune(graph)
 
     def _partition(self, graph: object, resolution: float) -> list[int]:
         import leidenalg
@@ -78,13 +82,15 @@ class LeidenClusterer(Clusterer):
         )
         return list(part.membership)
 
-    def _tune(self, graph: object) -> float:
-        points = PROFILE if graph.ecount() < LARGE_GRAPH_EDGES else PROFILE[::3]  # type: ignore[attr-defined]
-        counts = [len(set(self._partition(graph, r))) for r in points]
+    def _tune(self, graph: object) -> tuple[float, list[int]]:
+        """First plateau of the community count over the resolution profile."""
+        points = PROFILE if graph.ecount() < LARGE_GRAPH_EDGES else LARGE_PROFILE  # type: ignore[attr-defined]
+        partitions = {r: self._partition(graph, r) for r in points}
+        counts = [len(set(partitions[r])) for r in points]
         for i in range(len(points) - 1):
             if counts[i] == counts[i + 1] and counts[i] > 1:
-                return points[i]
-        return DEFAULT_RESOLUTION
+                return points[i], partitions[points[i]]
+        return DEFAULT_RESOLUTION, partitions[DEFAULT_RESOLUTION]
 
 
 def stable_ids(

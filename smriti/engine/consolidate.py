@@ -19,6 +19,10 @@ STRENGTHEN_MIN_ACCESSES = 5
 STRENGTHEN_BELOW = 0.9
 LEIDEN_STATE_KEY = "leiden_state"
 WRITE_BATCH = 2000
+#: A stored decay is rewritten only when it is this far from the computed value. Decay is
+#: recomputed from the access time on every run (never compounded), so skipping tiny
+#: changes loses nothing and spares rewriting every memory on every run.
+DECAY_WRITE_TOLERANCE = 1e-3
 
 
 @dataclass(slots=True)
@@ -68,7 +72,7 @@ def consolidate(engine: Engine) -> ConsolidationReport:
             continue
         kept[stats.id] = stats.cluster_id
         report.strengthened += strengthened
-        if abs(decay - stats.decay_factor) > 1e-9:
+        if abs(decay - stats.decay_factor) > DECAY_WRITE_TOLERANCE:
             updates.append(EngramUpdate(stats.id, decay_factor=decay))
     report.decayed = len(updates)
     _write(engine, updates)
