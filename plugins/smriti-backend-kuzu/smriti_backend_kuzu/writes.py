@@ -55,25 +55,36 @@ SMALL_UPDATE = 32
 FTS_INDEX = "engram_fts"
 VECTOR_INDEX = "engram_vec"
 
-_LINK = (
-    "UNWIND $rows AS r MATCH (e:Engram {id: r.e}), (c:Cue {id: r.c}) "
-    "MERGE (e)-[x:EncodedBy]->(c) ON CREATE SET x.strength = r.s, x.created_at = r.ts "
-    "ON MATCH SET x.strength = r.s"
-)
 _ASSOC = (
     "UNWIND $rows AS r MATCH (a:Engram {id: r.a}), (b:Engram {id: r.b}) "
     "MERGE (a)-[x:AssociatedWith]->(b) ON CREATE SET x.strength = r.s, "
     "x.relation_type = r.t, x.created_at = r.ts ON MATCH SET x.strength = r.s, "
     "x.relation_type = r.t"
 )
-_COOCCUR_SET = (
-    "UNWIND $rows AS r MATCH (a:Cue {id: r.a}), (b:Cue {id: r.b}) "
-    "MERGE (a)-[x:CoOccurs]->(b) ON CREATE SET x.strength = r.s ON MATCH SET x.strength = r.s"
-)
+#: Endpoint tables and the SET of existing edges, per edge table, for import.
+_EDGE_ENDS = {
+    "EncodedBy": ("Engram", "e", "Cue", "c"),
+    "AssociatedWith": ("Engram", "a", "Engram", "b"),
+    "CoOccurs": ("Cue", "a", "Cue", "b"),
+}
+_EDGE_SET = {
+    "EncodedBy": "x.strength = r.s",
+    "AssociatedWith": "x.strength = r.s, x.relation_type = r.t",
+    "CoOccurs": "x.strength = r.s",
+}
 _COOCCUR_BUMP = (
     "MATCH (a:Cue)-[x:CoOccurs]->(b:Cue) WHERE a.id IN $ids AND b.id IN $ids "
     "SET x.strength = x.strength + 1.0 RETURN a.id, b.id"
 )
+
+
+def _update_edges(table: str) -> str:
+    """UNWIND statement updating the properties of existing ``table`` edges."""
+    src, a, dst, b = _EDGE_ENDS[table]
+    return (
+        f"UNWIND $rows AS r MATCH (p:{src} {{id: r.{a}}})-[x:{table}]->(q:{dst} {{id: r.{b}}}) "
+        f"SET {_EDGE_SET[table]}"
+    )
 
 
 @lru_cache(maxsize=512)
@@ -384,23 +395,28 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                                       [r["c"] for r in lrows] + [r["a"] for r in orows]
                                       + [r["b"] for r in orows])  # fmt: skip
                 plan = (
-                    ("EncodedBy", _LINK, lrows, ("e", "c"), ("s", "ts"),
+                    ("EncodedBy", lrows, ("e", "c"), ("s", "ts"),
                      lambda r: r["e"] in fresh_e, lambda r: r["e"] in e_ok and r["c"] in c_ok),
-                    ("AssociatedWith", _ASSOC, arows, ("a", "b"), ("s", "t", "ts"),
+                    ("AssociatedWith", arows, ("a", "b"), ("s", "t", "ts"),
                      lambda r: r["a"] in fresh_e or r["b"] in fresh_e,
                      lambda r: r["a"] in e_ok and r["b"] in e_ok),
-                    ("CoOccurs", _COOCCUR_SET, orows, ("a", "b"), ("s",),
+                    ("CoOccurs", orows, ("a", "b"), ("s",),
                      lambda r: r["a"] in fresh_c or r["b"] in fresh_c,
                      lambda r: r["a"] in c_ok and r["b"] in c_ok),
                 )  # fmt: skip
-                for table, query, rows, ends, props, is_new, valid in plan:
+                for table, rows, ends, props, is_new, valid in plan:
                     # The last row for an edge wins, as with MERGE ... SET.
                     unique = list({(r[ends[0]], r[ends[1]]): r for r in rows if valid(r)}.values())
-                    copy = [r for r in unique if is_new(r)]
-                    rest = [r for r in unique if not is_new(r)]
+                    maybe = [r for r in unique if not is_new(r)]
+                    # UNWIND ... MERGE of edges silently dropped a few edges of large
+                    # batches in Kùzu 0.11.3; existing edges are found first and updated,
+                    # every other edge is created by COPY.
+                    old = self._existing_edges(conn, table, {r[ends[0]] for r in maybe})
+                    rest = [r for r in maybe if (r[ends[0]], r[ends[1]]) in old]
+                    copy = [r for r in unique if (r[ends[0]], r[ends[1]]) not in old]
                     self._copy_rel(conn, table, copy, ends + props)
                     for batch in batched(rest, BATCH):
-                        self._exec(conn, query, {"rows": batch})
+                        self._exec(conn, _update_edges(table), {"rows": batch})
                 if self.vector_index_dims:
                     self._unindex_vectors(conn, [key for key, _ in vectors])
                     dims = self.vector_index_dims
@@ -431,12 +447,27 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         ).get_all()
         return known | {r[0] for r in rows}
 
+    def _existing_edges(self, conn: Any, table: str, sources: set[str]) -> set[tuple[str, str]]:
+        """(source id, target id) of the ``table`` edges leaving ``sources``."""
+        if not sources:
+            return set()
+        src, _, dst, _ = _EDGE_ENDS[table]
+        found: set[tuple[str, str]] = set()
+        for batch in batched(sorted(sources), BATCH):
+            rows = self._exec(
+                conn,
+                f"MATCH (a:{src})-[:{table}]->(b:{dst}) WHERE a.id IN $ids RETURN a.id, b.id",
+                {"ids": batch},
+            ).get_all()
+            found.update((r[0], r[1]) for r in rows)
+        return found
+
     def _copy_rel(self, conn: Any, table: str, rows: list[dict[str, Any]], cols: tuple) -> None:
         """Bulk-insert new edges with COPY from a temporary CSV file.
 
-        Only for edges that cannot exist yet (an endpoint was created in this call) and
-        whose endpoints both exist: ``UNWIND ... MATCH`` by id is a hash join over the
-        whole table in Kùzu 0.11, COPY is 100x faster (README).
+        Only for edges known not to exist yet and whose endpoints both exist:
+        ``UNWIND ... MATCH`` by id is a hash join over the whole table in Kùzu 0.11, COPY
+        is 100x faster (README).
         """
         if not rows:
             return
