@@ -448,9 +448,18 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         return known | {r[0] for r in rows}
 
     def _existing_edges(self, conn: Any, table: str, sources: set[str]) -> set[tuple[str, str]]:
-        """(source id, target id) of the ``table`` edges leaving ``sources``."""
+        """(source id, target id) of the ``table`` edges leaving ``sources``.
+
+        Links and associations come from the mirror when it is on (it holds them all);
+        CoOccurs edges are read from the store.
+        """
         if not sources:
             return set()
+        mirror = self.mirror
+        if mirror is not None and table in ("EncodedBy", "AssociatedWith"):
+            adjacency = mirror.e2c if table == "EncodedBy" else mirror.out
+            with mirror.lock:
+                return {(a, b) for a in sources for b in adjacency.get(a, ())}
         src, _, dst, _ = _EDGE_ENDS[table]
         found: set[tuple[str, str]] = set()
         for batch in batched(sorted(sources), BATCH):
