@@ -14,8 +14,6 @@ elsewhere is never overwritten by a store that missed it.
 from __future__ import annotations
 
 import tempfile
-import threading
-import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,32 +29,21 @@ log = get_logger(__name__)
 SNAPSHOT_FILE = "memory.jsonl"
 DIGEST_KEY = "backup.{provider}.digest"
 
-#: Engines whose restore at open failed: the next push merges the remote in first.
-_restore_pending: weakref.WeakSet[Engine] = weakref.WeakSet()
-#: One push at a time per engine (the periodic thread and an explicit sync may overlap).
-_push_locks: weakref.WeakKeyDictionary[Engine, threading.Lock] = weakref.WeakKeyDictionary()
-_locks_guard = threading.Lock()
-
-
-def _push_lock(engine: Engine) -> threading.Lock:
-    with _locks_guard:
-        return _push_locks.setdefault(engine, threading.Lock())
-
-
 def push_snapshot(engine: Engine) -> SyncReport:
     """Export the user's graph into a temporary directory and hand it to the provider."""
     if engine.backup.name == "none":
         return engine.backup.push(Path("."))
-    with _push_lock(engine):
+    # one push at a time (the periodic thread and an explicit sync may overlap)
+    with engine.push_lock:
         return _push(engine)
 
 
 def _push(engine: Engine) -> SyncReport:
     from smriti.portable import export_store
 
-    if engine in _restore_pending:
+    if engine.restore_pending:
         _restore(engine, merge=True)
-        _restore_pending.discard(engine)
+        engine.restore_pending = False
     engine.dirty.clear()
     key = DIGEST_KEY.format(provider=engine.backup.name)
     with tempfile.TemporaryDirectory(prefix="smriti-snapshot-") as tmp:
@@ -95,7 +82,7 @@ def restore_if_empty(engine: Engine) -> bool:
     try:
         return _restore(engine, merge=False)
     except BackupError as exc:
-        _restore_pending.add(engine)
+        engine.restore_pending = True
         log.error(
             "backup restore failed; serving the local store, the next sync retries the "
             "restore before pushing",
