@@ -80,6 +80,7 @@ class KuzuBackend(WritesMixin, QueriesMixin, StorageBackend):
         self.cues_by_id: dict[str, Cue] = {}
         self.labels: dict[str, int] = {}
         self.vector_index_dims: int | None = None
+        self._staging_ready = False
 
     @classmethod
     def from_settings(cls, settings: Settings, user: str) -> KuzuBackend:

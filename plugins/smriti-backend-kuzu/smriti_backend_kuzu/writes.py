@@ -128,6 +128,19 @@ _CUE_CREATE_ROW = (
 _CUE_CREATE = "UNWIND $rows AS r " + _CUE_CREATE_ROW
 _CUE_SET = "e.name = r.name, e.cue_type = r.cue_type, e.embedding = r.embedding"
 _UPDATABLE = ("access_count", "last_accessed_at", "decay_factor", "cluster_id", "importance")
+#: Kùzu types of the fields a staged (COPY + join) update can carry.
+_STAGED_TYPES = {
+    "access_count": "INT64",
+    "decay_factor": "DOUBLE",
+    "cluster_id": "INT64",
+    "importance": "DOUBLE",
+}
+#: Groups at least this large are staged: COPY into a scratch table, then one join.
+#: Per-row ``SET`` through UNWIND costs ~0.5 ms a row in Kùzu 0.11.3 (60k rows: 29 s);
+#: the staged update of the same rows took 0.5 s.
+STAGED_UPDATE = 1000
+STAGED_BATCH = 50_000
+STAGING_TABLE = "EngramUpdateStage"
 
 
 class WritesMixin(_Self):  # type: ignore[misc,valid-type]
@@ -267,7 +280,8 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         primary key; large ones (consolidation) by one ``UNWIND`` per group and batch,
         whose whole-table join is then amortised.
         """
-        for batch in batched(updates, BATCH):
+        self._ensure_staging()
+        for batch in batched(updates, STAGED_BATCH):
             groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
             for u in batch:
                 row: dict[str, Any] = {"id": u.id}
@@ -296,6 +310,8 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                             one = ", ".join(f"e.{f} = ${f}" for f in fields)
                             for r in rows:
                                 self._exec(conn, f"MATCH (e:Engram {{id: $id}}) SET {one}", r)
+                        elif len(rows) >= STAGED_UPDATE and set(fields) <= set(_STAGED_TYPES):
+                            self._staged_update(conn, fields, rows)
                         else:
                             self._exec(
                                 conn,
@@ -446,6 +462,35 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             {"ids": list(unknown)},
         ).get_all()
         return known | {r[0] for r in rows}
+
+    def _ensure_staging(self) -> None:
+        """Create the scratch table of staged updates once per open store (DDL commits)."""
+        if self._staging_ready:
+            return
+        columns = ", ".join(f"{f} {t}" for f, t in _STAGED_TYPES.items())
+        with self._write_lock, self._errors():
+            self._conn().execute(
+                f"CREATE NODE TABLE IF NOT EXISTS {STAGING_TABLE}"
+                f"(id STRING, {columns}, PRIMARY KEY(id))"
+            )
+        self._staging_ready = True
+
+    def _staged_update(
+        self, conn: Any, fields: tuple[str, ...], rows: list[dict[str, Any]]
+    ) -> None:
+        """Update many engrams at once: COPY the new values in, join, clear the stage."""
+        columns = ("id", *_STAGED_TYPES)
+        rows = list({r["id"]: r for r in rows}.values())  # the stage's key is the id
+        with tempfile.TemporaryDirectory(prefix="smriti-kuzu-") as tmp:
+            path = os.path.join(tmp, "updates.csv")
+            with open(path, "w", newline="", encoding="utf-8") as f:
+                writer = csv.writer(f)
+                for r in rows:
+                    writer.writerow(_csv_value(r.get(c)) for c in columns)
+            self._exec(conn, f"COPY {STAGING_TABLE} FROM '{_quote_path(path)}' (HEADER=false)")
+        sets = ", ".join(f"e.{f} = s.{f}" for f in fields)
+        self._exec(conn, f"MATCH (e:Engram), (s:{STAGING_TABLE}) WHERE e.id = s.id SET {sets}")
+        self._exec(conn, f"MATCH (s:{STAGING_TABLE}) DELETE s")
 
     def _existing_edges(self, conn: Any, table: str, sources: set[str]) -> set[tuple[str, str]]:
         """(source id, target id) of the ``table`` edges leaving ``sources``.

@@ -226,3 +226,34 @@ def test_import_keeps_every_edge_across_large_calls(kuzu_factory: Factory) -> No
     a, b = pairs[0]
     assert strengths[(cues[a].id, cues[b].id)] == 9.0
     assert len(strengths) == len(pairs)
+
+
+def test_large_update_batches_are_staged_and_exact(kuzu_factory: Factory) -> None:
+    """Consolidation-sized updates (COPY + join path) change exactly the given engrams."""
+    from smriti_backend_kuzu.writes import STAGED_UPDATE
+
+    backend = kuzu_factory("alice")
+    n = STAGED_UPDATE + 200
+    backend.import_records([build.engram(i) for i in range(n)], [], [], [], [])
+    updates = [
+        EngramUpdate(build.engram(i).id, cluster_id=i % 7, decay_factor=0.25) for i in range(n - 50)
+    ]
+    updates.append(EngramUpdate("no-such-engram", cluster_id=3, decay_factor=0.5))
+    updates.append(EngramUpdate(build.engram(0).id, cluster_id=6, decay_factor=0.75))  # last wins
+    backend.update_engrams(updates)
+
+    def check(store: KuzuBackend) -> None:
+        got = {e.id: e for e in store.iter_engrams()}
+        assert len(got) == n
+        assert got[build.engram(0).id].cluster_id == 6
+        assert got[build.engram(0).id].decay_factor == 0.75
+        assert (
+            got[build.engram(8).id].cluster_id == 1 and got[build.engram(8).id].decay_factor == 0.25
+        )
+        untouched = got[build.engram(n - 1).id]
+        assert untouched.cluster_id == build.engram(n - 1).cluster_id
+        assert untouched.decay_factor == build.engram(n - 1).decay_factor
+
+    check(backend)  # the mirror
+    backend.close()
+    check(kuzu_factory("alice"))  # the store itself
