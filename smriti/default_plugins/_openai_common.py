@@ -11,6 +11,7 @@ from __future__ import annotations
 import email.utils
 import math
 import random
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -89,6 +90,29 @@ def make_client(base_url: str, api_key: str, timeout: float) -> OpenAI:
     from openai import OpenAI
 
     return OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
+
+
+class LazyClient:
+    """One ``openai.OpenAI`` client, made on first use, closed once; thread-safe."""
+
+    def __init__(self, base_url: str, api_key: str, timeout: float) -> None:
+        self._args = (base_url, api_key, timeout)
+        self._client: OpenAI | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> OpenAI:
+        """The client (created now if needed)."""
+        with self._lock:
+            if self._client is None:
+                self._client = make_client(*self._args)
+            return self._client
+
+    def close(self) -> None:
+        """Close the HTTP client; a later ``get`` makes a new one."""
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
 
 
 def parse_retry_after(headers: Any) -> float | None:

@@ -15,10 +15,10 @@ import numpy as np
 
 from smriti.default_plugins._openai_common import (
     PLACEHOLDER_KEY,
+    LazyClient,
     MalformedResponse,
     RetryPolicy,
     call_with_retries,
-    make_client,
     safe_url,
 )
 from smriti.embedding import Embedder
@@ -69,7 +69,7 @@ class OpenAIEmbedder(Embedder):
         self._api_key = api_key
         self._requested_dims = dims
         self._dims = dims
-        self._client: OpenAI | None = None
+        self._client = LazyClient(self.base_url, api_key, timeout)
         self._lock = threading.Lock()
 
     @classmethod
@@ -127,16 +127,10 @@ class OpenAIEmbedder(Embedder):
 
     def close(self) -> None:
         """Close the HTTP client."""
-        with self._lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
+        self._client.close()
 
     def _get_client(self) -> OpenAI:
-        with self._lock:
-            if self._client is None:
-                self._client = make_client(self.base_url, self._api_key, self.timeout)
-            return self._client
+        return self._client.get()
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         # Most endpoints reject empty strings; a blank embeds like "nothing in particular".

@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from smriti.default_plugins._openai_common import (
     DEFAULT_LLM_BASE_URL,
     PLACEHOLDER_KEY,
+    LazyClient,
     MalformedResponse,
     RetryPolicy,
     classify,
-    make_client,
     redact,
     safe_url,
 )
@@ -121,8 +120,7 @@ class OpenAICueExtractor(CueExtractor):
         self.timeout = timeout
         self.policy = RetryPolicy(max_retries=max_retries)
         self._api_key = api_key
-        self._client: OpenAI | None = None
-        self._lock = threading.Lock()
+        self._client = LazyClient(self.base_url, api_key, timeout)
         #: Index into FORMATS of the best output mode the endpoint has accepted.
         self.format_index = 0
         #: False once the endpoint rejected ``temperature`` (some reasoning models do).
@@ -185,16 +183,10 @@ class OpenAICueExtractor(CueExtractor):
 
     def close(self) -> None:
         """Close the HTTP client."""
-        with self._lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
+        self._client.close()
 
     def _get_client(self) -> OpenAI:
-        with self._lock:
-            if self._client is None:
-                self._client = make_client(self.base_url, self._api_key, self.timeout)
-            return self._client
+        return self._client.get()
 
     def _attempt(self, text: str, query: bool) -> Extraction:
         """One extraction: steps down the output modes while the endpoint rejects them."""
