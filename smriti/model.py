@@ -12,8 +12,6 @@ import numpy as np
 
 MemoryType = Literal["episodic", "semantic", "procedural"]
 CueType = Literal["entity", "keyword", "concept", "context"]
-MatchType = Literal["cue", "vector", "lexical", "association", "list"]
-RelationType = Literal["semantic", "cue"]
 
 MEMORY_TYPES: tuple[str, ...] = get_args(MemoryType)
 CUE_TYPES: tuple[str, ...] = get_args(CueType)

@@ -12,7 +12,7 @@ import pluggy
 
 from smriti import validation
 from smriti.backup import SyncReport
-from smriti.config import Settings
+from smriti.config import Settings, validate_user
 from smriti.engine import components
 from smriti.engine.background import Background
 from smriti.engine.consolidate import ConsolidationReport, consolidate
@@ -40,7 +40,7 @@ class Engine:
     def __init__(self, settings: Settings, registry: Registry, user: str | None = None) -> None:
         self.settings = settings
         self.registry = registry
-        self.user = validation_user(user or settings.accessing_user)
+        self.user = validate_user(user or settings.accessing_user)
         self.backend = components.choose_backend(registry, settings, self.user)
         self.embedder = components.choose_embedder(registry, settings)
         self.extractor = components.choose_extractor(registry, settings)
@@ -233,10 +233,3 @@ class Engine:
     def backend_size(self) -> int:
         """Approximate engram count (for IDF), kept without querying the store."""
         return max(self._size, 1)
-
-
-def validation_user(user: str) -> str:
-    """The user name, validated for use in paths and database names."""
-    from smriti.config import validate_user
-
-    return validate_user(user)
