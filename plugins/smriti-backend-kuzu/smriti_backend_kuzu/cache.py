@@ -4,6 +4,12 @@ The backend process holds Kùzu's file lock, so nobody else can change the store
 it is open: a cache loaded at open and updated after every committed write is
 authoritative. Exact search over 100k x 384 takes a few milliseconds, faster than the
 HNSW index at that scale (see the README), and it is exact.
+
+A float32 scan of 100k x 384 is bound by memory bandwidth (~12 ms here). Large caches
+therefore also keep an int8 copy of every row and scan that (a quarter of the bytes)
+with simsimd's SIMD kernels; the int8 scores come with a per-row error bound, and every
+row whose bound reaches the k-th best exact score is re-scored in float32, so the
+result is still the exact top k (``QuantisedRows.search``).
 """
 
 from __future__ import annotations
@@ -15,6 +21,90 @@ import numpy as np
 
 from smriti.errors import BackendError
 from smriti.storage import cosine_top_k, unit
+
+try:  # an optional accelerator: without it every search is the float32 scan
+    import simsimd
+except ImportError:  # pragma: no cover - simsimd is a dependency of this plugin
+    simsimd = None
+
+#: Caches with at least this many rows search through the int8 copy first.
+QUANTISED_MIN_ROWS = 20_000
+#: When more than this share of rows needs re-scoring, one float32 scan is cheaper.
+RESCORE_MAX_SHARE = 0.25
+
+
+class QuantisedRows:
+    """An int8 copy of a unit-row matrix with per-row scales, for bounded search.
+
+    Row ``i`` is ``scale[i] * codes[i]`` within ``scale[i] / 2`` per coordinate. For a
+    query quantised the same way, the int8 dot product differs from the exact one by at
+    most ``scale[i]/2 * |q|_1 + q_scale/2 * |m_i|_1 + dims * scale[i] * q_scale / 4``.
+    """
+
+    def __init__(self, capacity: int, dims: int) -> None:
+        self.codes = np.zeros((capacity, dims), dtype=np.int8)
+        self.scale = np.zeros(capacity, dtype=np.float32)
+        self.l1 = np.zeros(capacity, dtype=np.float32)
+
+    @staticmethod
+    def quantise(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(int8 codes, scales) of float32 rows (2-D)."""
+        peak = np.abs(rows).max(axis=1)
+        scale = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
+        codes = np.clip(np.rint(rows / scale[:, None]), -127, 127).astype(np.int8)
+        return codes, scale
+
+    def set_rows(self, start: int, rows: np.ndarray) -> None:
+        """Quantise ``rows`` into positions ``start..``."""
+        codes, scale = self.quantise(rows)
+        end = start + rows.shape[0]
+        self.codes[start:end], self.scale[start:end] = codes, scale
+        self.l1[start:end] = np.abs(rows).sum(axis=1)
+
+    def move(self, src: int, dst: int) -> None:
+        """Copy row ``src`` to ``dst`` (deletion fills the hole with the last row)."""
+        self.codes[dst], self.scale[dst], self.l1[dst] = (
+            self.codes[src],
+            self.scale[src],
+            self.l1[src],
+        )
+
+    def grown(self, capacity: int) -> QuantisedRows:
+        """A copy with room for ``capacity`` rows."""
+        out = QuantisedRows(capacity, self.codes.shape[1])
+        n = self.codes.shape[0]
+        out.codes[:n], out.scale[:n], out.l1[:n] = self.codes, self.scale, self.l1
+        return out
+
+    def search(
+        self, matrix: np.ndarray, query: np.ndarray, k: int, mask: np.ndarray | None
+    ) -> list[tuple[int, float]]:
+        """Exact top-``k`` (row, cosine) of the first ``len(matrix)`` rows; query unit."""
+        n, dims = matrix.shape
+        q_codes, q_scale = self.quantise(query[None, :])
+        qs = float(q_scale[0])
+        dots = np.asarray(simsimd.cdist(q_codes, self.codes[:n], metric="dot"))[0]
+        scale = self.scale[:n]
+        approx = (dots * qs).astype(np.float32) * scale
+        bound = scale * (0.5 * float(np.abs(query).sum()) + dims * qs / 4) + 0.5 * qs * self.l1[:n]
+        upper = approx + bound + 1e-4  # covers float32 rounding of both dot products
+        if mask is not None:
+            approx = np.where(mask, approx, -np.inf)
+            upper = np.where(mask, upper, -np.inf)
+        k = min(k, n)
+        first = np.argpartition(-approx, k - 1)[:k]
+        first = first[np.isfinite(approx[first])]
+        if first.size == 0:
+            return []
+        threshold = float((matrix[first] @ query).min())
+        check = np.flatnonzero(upper >= threshold)
+        if check.size > RESCORE_MAX_SHARE * n:
+            return cosine_top_k(matrix, query, k, mask)
+        exact = matrix[check] @ query
+        k = min(k, check.size)
+        top = np.argpartition(-exact, k - 1)[:k]
+        top = top[np.lexsort((check[top], -exact[top]))]
+        return [(int(check[i]), float(exact[i])) for i in top]
 
 
 class VectorCache:
@@ -31,6 +121,9 @@ class VectorCache:
         self._matrix = np.zeros((0, 0), dtype=np.float32)
         self._labels = np.zeros(0, dtype=np.int16)
         self._norms = np.zeros(0, dtype=np.float32)
+        self._quant: QuantisedRows | None = None
+        #: Rows ``[0, _quantised)`` have current int8 codes.
+        self._quantised = 0
         self.dims: int | None = None
 
     def __len__(self) -> int:
@@ -52,6 +145,14 @@ class VectorCache:
         with self._lock:
             for key, vector, label in items:
                 self._put(key, vector, label)
+            self._quantise_new()
+
+    def _quantise_new(self) -> None:
+        """Bring the int8 copy up to date (one vectorised step for all new rows)."""
+        n = len(self._ids)
+        if self._quant is not None and self._quantised < n:
+            self._quant.set_rows(self._quantised, self._matrix[self._quantised : n])
+            self._quantised = n
 
     def _put(self, key: str, vector: np.ndarray, label: int) -> None:
         raw = np.asarray(vector, dtype=np.float32).reshape(-1)
@@ -61,6 +162,8 @@ class VectorCache:
             self._matrix = np.zeros((64, self.dims), dtype=np.float32)
             self._labels = np.zeros(64, dtype=np.int16)
             self._norms = np.zeros(64, dtype=np.float32)
+            if simsimd is not None:
+                self._quant = QuantisedRows(64, self.dims)
         self.check_dims(v)
         row = self._index.get(key)
         if row is None:
@@ -72,6 +175,8 @@ class VectorCache:
         self._matrix[row] = v
         self._labels[row] = label
         self._norms[row] = float(np.linalg.norm(raw))
+        if self._quant is not None and row < self._quantised:
+            self._quant.set_rows(row, v[None, :])  # a replaced row
 
     def vector(self, key: str) -> np.ndarray | None:
         """The stored (not normalised) vector of ``key``, within float32 rounding."""
@@ -91,6 +196,8 @@ class VectorCache:
         norms = np.zeros(cap, dtype=np.float32)
         norms[: self._norms.shape[0]] = self._norms
         self._matrix, self._labels, self._norms = matrix, labels, norms
+        if self._quant is not None:
+            self._quant = self._quant.grown(cap)
 
     def remove(self, keys: Iterable[str]) -> None:
         """Drop rows; unknown keys are ignored."""
@@ -107,6 +214,12 @@ class VectorCache:
                     self._matrix[row] = self._matrix[last]
                     self._labels[row] = self._labels[last]
                     self._norms[row] = self._norms[last]
+                    if self._quant is not None:
+                        if last < self._quantised:
+                            self._quant.move(last, row)
+                        else:
+                            self._quantised = min(self._quantised, row)
+                self._quantised = min(self._quantised, len(self._ids) - 1)
                 self._ids.pop()
 
     def set_label(self, key: str, label: int) -> None:
@@ -128,7 +241,11 @@ class VectorCache:
             self.check_dims(q)
             matrix = self._matrix[:n]
             mask = None if label is None else self._labels[:n] == label
-            top = cosine_top_k(matrix, q, k, mask)
+            if self._quant is not None and n >= QUANTISED_MIN_ROWS and k > 0:
+                self._quantise_new()
+                top = self._quant.search(matrix, unit(q), k, mask) if q.any() else []
+            else:
+                top = cosine_top_k(matrix, q, k, mask)
             return [(self._ids[i], score) for i, score in top]
 
     def clear(self) -> None:

@@ -4,8 +4,9 @@ The server is started from Maven Central jars (downloaded on first use into
 ``~/.cache/smriti-test/neo4j``) by ``tests/neo4j_server/server.py`` and stopped at the
 end of the session. A server that cannot start fails the tests, and so does a machine
 without Java or Maven, unless ``SMRITI_REQUIRE_BACKENDS=0`` lets a developer without
-them skip these tests (CI never sets it). ``SMRITI_NEO4J_URI`` (with ``SMRITI_NEO4J_USERNAME``/``_PASSWORD``) points
-the tests at an existing server instead; its data is wiped between tests.
+them skip these tests (CI never sets it). ``SMRITI_NEO4J_URI`` (with
+``SMRITI_NEO4J_USERNAME``/``_PASSWORD``) points the tests at an existing server instead;
+its data is wiped between tests.
 """
 
 from __future__ import annotations

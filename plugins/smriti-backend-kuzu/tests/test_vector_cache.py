@@ -1,0 +1,72 @@
+"""The vector cache's int8 pre-scan must return exactly what the float32 scan returns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from smriti_backend_kuzu import cache
+from smriti_backend_kuzu.cache import VectorCache
+
+from smriti.storage import cosine_top_k
+
+
+def reference(vc: VectorCache, query: np.ndarray, k: int, label: int | None) -> list[float]:
+    """Scores of the plain float32 scan over the cache's current rows."""
+    n = len(vc)
+    matrix = vc._matrix[:n]
+    mask = None if label is None else vc._labels[:n] == label
+    return [s for _, s in cosine_top_k(matrix, query, k, mask)]
+
+
+def corpus(kind: str, n: int, dims: int, rng: np.random.Generator) -> np.ndarray:
+    if kind == "gaussian":
+        return rng.standard_normal((n, dims))
+    if kind == "skewed":  # non-negative, heavy-tailed: many near-duplicate directions
+        return np.abs(rng.standard_normal((n, dims))) ** 3
+    if kind == "binary":  # many exact ties
+        return rng.integers(0, 2, (n, dims)).astype(float) + 1e-3
+    spiky = rng.standard_normal((n, dims))
+    spiky[:, :3] *= 50  # a few dominant coordinates: coarse int8 scales
+    return spiky
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "skewed", "binary", "spiky"])
+@pytest.mark.parametrize("dims", [8, 384])
+def test_quantised_search_is_exact(
+    kind: str, dims: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cache, "QUANTISED_MIN_ROWS", 1)
+    rng = np.random.default_rng(dims + len(kind))
+    n = 3000
+    rows = corpus(kind, n, dims, rng)
+    labels = rng.integers(0, 3, n)
+    vc = VectorCache()
+    vc.put_many((str(i), rows[i], int(labels[i])) for i in range(n))
+    # Deletions move the last row into holes; replacements re-quantise one row.
+    gone = [str(i) for i in rng.choice(n, n // 10, replace=False)]
+    vc.remove(gone)
+    vc.put_many((key, rng.standard_normal(dims), 1) for key in gone[: len(gone) // 2])
+    vc.put_many((str(i), rows[i] * -1, 2) for i in range(5))
+    assert vc._quant is not None, "simsimd is a dependency of the plugin"
+    for trial in range(30):
+        query = rows[rng.integers(0, n)] + 0.1 * rng.standard_normal(dims)
+        k = [1, 5, 10, 50][trial % 4]
+        label = None if trial % 3 else int(rng.integers(0, 3))
+        got = [s for _, s in vc.search(query, k, label)]
+        # Same rows, so the same scores up to float32 summation order.
+        assert got == pytest.approx(reference(vc, query, k, label), abs=1e-5)
+
+
+def test_quantised_search_edge_cases(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cache, "QUANTISED_MIN_ROWS", 1)
+    vc = VectorCache()
+    vc.put_many([("a", np.array([1.0, 0.0]), 0), ("b", np.array([0.0, 1.0]), 1)])
+    assert vc.search(np.zeros(2), 3) == []
+    assert [k for k, _ in vc.search(np.array([1.0, 0.1]), 5)] == ["a", "b"]
+    assert vc.search(np.array([1.0, 0.0]), 5, label=1) == [("b", 0.0)]
+    assert vc.search(np.array([1.0, 0.0]), 5, label=7) == []
+    vc.remove(["a", "b"])
+    assert vc.search(np.array([1.0, 0.0]), 5) == []
+    vc.put_many([("c", np.array([3.0, 4.0]), 0)])
+    [(key, score)] = vc.search(np.array([3.0, 4.0]), 1)
+    assert key == "c" and score == pytest.approx(1.0)
