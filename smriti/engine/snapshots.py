@@ -29,6 +29,7 @@ log = get_logger(__name__)
 SNAPSHOT_FILE = "memory.jsonl"
 DIGEST_KEY = "backup.{provider}.digest"
 
+
 def push_snapshot(engine: Engine) -> SyncReport:
     """Export the user's graph into a temporary directory and hand it to the provider."""
     if engine.backup.name == "none":

@@ -32,9 +32,7 @@ def corpus(kind: str, n: int, dims: int, rng: np.random.Generator) -> np.ndarray
 
 @pytest.mark.parametrize("kind", ["gaussian", "skewed", "binary", "spiky"])
 @pytest.mark.parametrize("dims", [8, 384])
-def test_quantised_search_is_exact(
-    kind: str, dims: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_quantised_search_is_exact(kind: str, dims: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cache, "QUANTISED_MIN_ROWS", 1)
     rng = np.random.default_rng(dims + len(kind))
     n = 3000
