@@ -26,6 +26,7 @@ from smriti.storage import StorageBackend
 from smriti_backend_kuzu import schema
 from smriti_backend_kuzu.cache import VectorCache
 from smriti_backend_kuzu.codec import CUE_FIELDS, ENGRAM_FIELDS, cue_from_row, engram_from_row
+from smriti_backend_kuzu.cooccurs import CoOccursMixin
 from smriti_backend_kuzu.mirror import GraphMirror
 from smriti_backend_kuzu.queries import QueriesMixin
 from smriti_backend_kuzu.writes import WritesMixin
@@ -53,7 +54,7 @@ def load_driver() -> ModuleType:
         raise BackendError("the Kùzu driver is not installed: pip install 'smriti[kuzu]'") from None
 
 
-class KuzuBackend(WritesMixin, QueriesMixin, StorageBackend):
+class KuzuBackend(CoOccursMixin, WritesMixin, QueriesMixin, StorageBackend):
     """Embedded Kùzu graph database, one file per user, with in-process vector caches."""
 
     name: ClassVar[str] = "kuzu"
@@ -81,6 +82,7 @@ class KuzuBackend(WritesMixin, QueriesMixin, StorageBackend):
         self.labels: dict[str, int] = {}
         self.vector_index_dims: int | None = None
         self._staging_ready = False
+        self._pending = 0
 
     @classmethod
     def from_settings(cls, settings: Settings, user: str) -> KuzuBackend:
@@ -134,6 +136,7 @@ class KuzuBackend(WritesMixin, QueriesMixin, StorageBackend):
         self.vector_index_dims = int(dims) if dims else None
         self._load_cue_cache()
         self._load_engram_cache()
+        self._load_pending()
 
     def close(self) -> None:
         """Close every connection and the database; safe to call twice."""

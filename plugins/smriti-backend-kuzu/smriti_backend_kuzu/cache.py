@@ -14,6 +14,7 @@ result is still the exact top k (``QuantisedRows.search``).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterable
 
@@ -31,6 +32,9 @@ except ImportError:  # pragma: no cover - simsimd is a dependency of this plugin
 QUANTISED_MIN_ROWS = 20_000
 #: When more than this share of rows needs re-scoring, one float32 scan is cheaper.
 RESCORE_MAX_SHARE = 0.25
+#: simsimd threads for the int8 scan: it is compute-bound (100k x 384 on this 2-core
+#: machine: 3.4 ms on one thread, 1.8 ms on two).
+SCAN_THREADS = min(os.cpu_count() or 1, 8)
 
 
 class QuantisedRows:
@@ -83,7 +87,8 @@ class QuantisedRows:
         n, dims = matrix.shape
         q_codes, q_scale = self.quantise(query[None, :])
         qs = float(q_scale[0])
-        dots = np.asarray(simsimd.cdist(q_codes, self.codes[:n], metric="dot"))[0]
+        scan = simsimd.cdist(q_codes, self.codes[:n], metric="dot", threads=SCAN_THREADS)
+        dots = np.asarray(scan)[0]
         scale = self.scale[:n]
         approx = (dots * qs).astype(np.float32) * scale
         bound = scale * (0.5 * float(np.abs(query).sum()) + dims * qs / 4) + 0.5 * qs * self.l1[:n]

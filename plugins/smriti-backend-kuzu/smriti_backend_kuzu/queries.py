@@ -72,6 +72,7 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
 
     def counts(self) -> dict[str, int]:
         """Counts of engrams, cues and the three edge kinds."""
+        self.fold_cooccurrences()
         queries = {
             "engrams": "MATCH (e:Engram) RETURN count(e)",
             "cues": "MATCH (c:Cue) RETURN count(c)",
@@ -337,5 +338,6 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
 
     def iter_cooccurrences(self) -> Iterator[CoOccurrence]:
         """Every CoOccurs edge."""
+        self.fold_cooccurrences()
         for r in self._stream("MATCH (a:Cue)-[r:CoOccurs]->(b:Cue) RETURN a.id, b.id, r.strength"):
             yield CoOccurrence(r[0], r[1], float(r[2]))

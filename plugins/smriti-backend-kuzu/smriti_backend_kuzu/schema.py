@@ -41,6 +41,17 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "list_transform(e.tags, x -> ' ' + x), (a, b) -> a + b)",
         ],
     ),
+    (
+        3,
+        [
+            # Co-occurrences recorded per memory and folded into CoOccurs in batches
+            # (cooccurs.py); the stage holds the summed deltas of one fold.
+            "CREATE NODE TABLE IF NOT EXISTS CoOccursPending(id SERIAL, cues STRING[], "
+            "PRIMARY KEY(id))",
+            "CREATE NODE TABLE IF NOT EXISTS CoOccursStage(id STRING, a STRING, b STRING, "
+            "d DOUBLE, PRIMARY KEY(id))",
+        ],
+    ),
 ]
 
 CURRENT_VERSION = MIGRATIONS[-1][0]

@@ -1,0 +1,102 @@
+"""CoOccurs counts: recorded with each memory, folded into the edges in batches.
+
+Bumping the CoOccurs edges of a 12-cue memory (132 directed pairs) in place costs Kùzu
+0.11.3 ~8 ms at 100k memories: the edges of hub cues are scanned to find the pairs,
+and each property update is a random write. So ``add_memory`` only records the
+memory's cue ids, in the same transaction, as one ``CoOccursPending`` row (~0.2 ms).
+``fold_cooccurrences`` turns every pending row into edge updates at once: one COPY of
+the summed deltas into ``CoOccursStage``, one join that adds them to the existing
+edges, one COPY that creates the missing ones (~1.5 ms per memory for 2,000 pending).
+
+Nothing is lost or visible half-done: the pending rows are durable and are folded, in
+one transaction, before anything reads or replaces CoOccurs edges (``counts``,
+``iter_cooccurrences``, ``import_records``, ``delete_orphan_cues``, so also before every
+consolidation and export), and whenever ``FOLD_PENDING`` rows have accumulated.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import tempfile
+from collections import Counter
+from itertools import permutations
+from typing import TYPE_CHECKING, Any
+
+from smriti.logs import get_logger
+from smriti_backend_kuzu.writes import quote_path
+
+if TYPE_CHECKING:
+    from smriti_backend_kuzu.backend import KuzuBackend as _Self
+else:
+    _Self = object
+
+log = get_logger(__name__)
+
+#: Pending memories that trigger a fold on the next store.
+FOLD_PENDING = 1000
+PENDING_CREATE = "CREATE (:CoOccursPending {cues: $cues})"
+
+
+class CoOccursMixin(_Self):  # type: ignore[misc,valid-type]
+    """Deferred, durable CoOccurs counting for the Kùzu backend."""
+
+    def _load_pending(self) -> None:
+        """How many memories wait to be folded (read at open)."""
+        self._pending = int(self._q("MATCH (p:CoOccursPending) RETURN count(p)")[0][0])
+
+    def _record_pending(self, conn: Any, cue_ids: list[str]) -> bool:
+        """Record one memory's cues inside its transaction; False when there is no pair."""
+        if len(cue_ids) < 2:
+            return False
+        self._exec(conn, PENDING_CREATE, {"cues": cue_ids})
+        return True
+
+    def _count_pending(self, recorded: bool) -> None:
+        """After a committed store: fold once ``FOLD_PENDING`` memories are waiting."""
+        self._pending += recorded
+        if self._pending >= FOLD_PENDING:
+            self.fold_cooccurrences()
+
+    def fold_cooccurrences(self) -> int:
+        """Apply every pending memory's co-occurrences to the edges; returns how many."""
+        with self._write_lock:
+            if not self._pending:
+                return 0
+            with self._errors(), self._write() as conn:
+                folded = self._fold(conn)
+            self._pending = 0
+        log.debug("kuzu co-occurrences folded", path=str(self.path), memories=folded)
+        return folded
+
+    def _fold(self, conn: Any) -> int:
+        rows = self._exec(conn, "MATCH (p:CoOccursPending) RETURN p.cues").get_all()
+        known = self.cues_by_id
+        deltas: Counter[tuple[str, str]] = Counter()
+        for (cues,) in rows:
+            # A cue deleted since (an orphan) takes its co-occurrences with it.
+            deltas.update(permutations([c for c in dict.fromkeys(cues) if c in known], 2))
+        if deltas:
+            pairs = list(deltas.items())
+            with tempfile.TemporaryDirectory(prefix="smriti-kuzu-") as tmp:
+                path = os.path.join(tmp, "cooccurs.csv")
+                with open(path, "w", newline="", encoding="utf-8") as f:
+                    writer = csv.writer(f)
+                    for i, ((a, b), d) in enumerate(pairs):
+                        writer.writerow((i, a, b, float(d)))
+                self._exec(conn, f"COPY CoOccursStage FROM '{quote_path(path)}' (HEADER=false)")
+            matched = self._exec(
+                conn,
+                "MATCH (s:CoOccursStage), (a:Cue)-[x:CoOccurs]->(b:Cue) "
+                "WHERE a.id = s.a AND b.id = s.b SET x.strength = x.strength + s.d RETURN s.id",
+            ).get_all()
+            existing = {int(r[0]) for r in matched}
+            new = [
+                {"a": a, "b": b, "s": float(d)}
+                for i, ((a, b), d) in enumerate(pairs)
+                if i not in existing
+            ]
+            self._copy_rel(conn, "CoOccurs", new, ("a", "b", "s"))
+            self._exec(conn, "MATCH (s:CoOccursStage) DELETE s")
+        self._exec(conn, "MATCH (p:CoOccursPending) DELETE p")
+        return len(rows)

@@ -1,0 +1,100 @@
+"""Deferred CoOccurs counting: recorded with each memory, folded before every read."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from smriti_backend_kuzu import cooccurs
+from smriti_backend_kuzu.backend import KuzuBackend
+
+from smriti.errors import BackendError
+from smriti.model import CoOccurrence
+from smriti.testing import GraphBuilder
+
+Factory = Callable[..., KuzuBackend]
+build = GraphBuilder(8)
+
+
+def pending_rows(backend: KuzuBackend) -> int:
+    return int(backend._q("MATCH (p:CoOccursPending) RETURN count(p)")[0][0])
+
+
+def strengths(backend: KuzuBackend) -> dict[tuple[str, str], float]:
+    return {(c.source_id, c.target_id): c.strength for c in backend.iter_cooccurrences()}
+
+
+def test_pending_counts_survive_a_restart(kuzu_factory: Factory) -> None:
+    a, b, c = build.cue("apple"), build.cue("banana"), build.cue("cherry")
+    backend = kuzu_factory("alice")
+    backend.add_memory(build.engram(1), [a, b, c], [])
+    backend.add_memory(build.engram(2), [a, b], [])
+    backend.add_memory(build.engram(3), [c], [])  # one cue: nothing to count
+    assert pending_rows(backend) == 2
+    backend.close()  # closing does not fold: the pending rows are durable
+
+    reopened = kuzu_factory("alice")
+    assert pending_rows(reopened) == 2
+    got = strengths(reopened)
+    assert pending_rows(reopened) == 0
+    assert got == {
+        (a.id, b.id): 2.0,
+        (b.id, a.id): 2.0,
+        (a.id, c.id): 1.0,
+        (c.id, a.id): 1.0,
+        (b.id, c.id): 1.0,
+        (c.id, b.id): 1.0,
+    }
+    reopened.add_memory(build.engram(4), [c, b], [])
+    assert reopened.counts()["cooccurrences"] == 6
+    assert strengths(reopened)[(b.id, c.id)] == 2.0
+
+
+def test_fold_runs_once_enough_memories_wait(
+    kuzu_factory: Factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cooccurs, "FOLD_PENDING", 3)
+    backend = kuzu_factory("alice")
+    x, y = build.cue("x"), build.cue("y")
+    for i in range(2):
+        backend.add_memory(build.engram(i), [x, y], [])
+    assert pending_rows(backend) == 2
+    backend.add_memory(build.engram(2), [x, y], [])
+    assert pending_rows(backend) == 0
+    rows = backend._q("MATCH (a:Cue)-[r:CoOccurs]->(b:Cue) RETURN a.id, b.id, r.strength")
+    assert sorted(map(tuple, rows)) == sorted([(x.id, y.id, 3.0), (y.id, x.id, 3.0)])
+
+
+def test_import_replaces_pending_counts(kuzu_factory: Factory) -> None:
+    """An imported strength is the value, as if the pending counts had been applied first."""
+    backend = kuzu_factory("alice")
+    x, y = build.cue("x"), build.cue("y")
+    backend.add_memory(build.engram(1), [x, y], [])
+    backend.import_records([], [], [], [], [CoOccurrence(x.id, y.id, 7.0)])
+    assert pending_rows(backend) == 0
+    assert strengths(backend) == {(x.id, y.id): 7.0, (y.id, x.id): 1.0}
+
+
+def test_orphan_cues_take_their_pending_pairs_along(kuzu_factory: Factory) -> None:
+    backend = kuzu_factory("alice")
+    keep, gone = build.cue("keep"), build.cue("gone")
+    backend.add_memory(build.engram(1), [keep, gone], [])
+    backend.add_memory(build.engram(2), [keep], [])
+    backend.delete_engrams([build.engram(1).id])
+    assert backend.delete_orphan_cues() == 1
+    assert strengths(backend) == {}
+    # a later memory with a cue of that name starts counting afresh
+    backend.add_memory(build.engram(3), [keep, build.cue("gone", seed=2)], [])
+    assert sorted(strengths(backend).values()) == [1.0, 1.0]
+
+
+def test_failed_store_records_nothing(kuzu_factory: Factory) -> None:
+    backend = kuzu_factory("alice")
+    x, y = build.cue("x"), build.cue("y")
+    backend.add_memory(build.engram(1), [x, y], [])
+    other = build.engram(1, content="different text, same id")
+    with pytest.raises(BackendError):
+        backend.add_memory(other, [x, y, build.cue("z")], [])
+    assert pending_rows(backend) == 1
+    assert backend._pending == 1
+    assert strengths(backend) == {(x.id, y.id): 1.0, (y.id, x.id): 1.0}
