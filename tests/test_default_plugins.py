@@ -102,3 +102,27 @@ def test_leiden_keeps_cluster_ids_stable_across_runs() -> None:
 def test_stable_ids_give_new_communities_fresh_ids() -> None:
     ids = stable_ids(["x", "y", "z"], [0, 0, 1], {"x": 4, "y": 4})
     assert ids[0] == ids[1] == 4 and ids[2] == 5
+
+
+def test_leiden_is_seeded_and_leaves_the_global_random_state_alone() -> None:
+    import random
+
+    rng = random.Random(5)
+    nodes = [f"n{i:03d}" for i in range(300)]
+    edges = sorted(
+        {
+            (nodes[a], nodes[b], round(rng.random(), 3))
+            for a in range(300)
+            for b in (rng.randrange(300), (a // 30) * 30 + rng.randrange(30))
+            if a < b
+        }
+    )
+    random.seed(123)
+    first = LeidenClusterer().cluster(nodes, edges, {}, {})
+    after_first = random.random()
+    random.seed(999)  # a different global state must not change the partition
+    second = LeidenClusterer().cluster(nodes, edges, {}, {})
+    random.seed(123)
+    assert random.random() == after_first, "the clusterer must not consume global random"
+    assert first.membership == second.membership
+    assert 2 < len(set(first.membership.values())) < 60

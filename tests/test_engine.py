@@ -205,3 +205,21 @@ def test_data_survives_reopen(engine_factory: EngineFactory) -> None:
     first.close()
     second = engine_factory("carol")
     assert second.recall("blue whale")[0].engram.id == stored.engram.id
+
+
+def test_undirected_edges_keep_the_strongest_of_each_pair() -> None:
+    from smriti.engine.consolidate import undirected_edges
+    from smriti.model import Association
+
+    nodes = ["a", "b", "c", "d"]
+    edges = [
+        Association("b", "a", 0.4),
+        Association("a", "b", 0.9),  # the same pair from the other end, stronger
+        Association("a", "b", 0.2),
+        Association("c", "c", 1.0),  # a self-loop
+        Association("c", "zz", 1.0),  # an engram outside the graph (pruned)
+        Association("d", "c", 0.5),
+        Association("a", "d", 0.7),
+    ]
+    assert undirected_edges(nodes, edges) == [("a", "b", 0.9), ("a", "d", 0.7), ("c", "d", 0.5)]
+    assert undirected_edges(nodes, []) == []

@@ -137,6 +137,7 @@ class KuzuBackend(CoOccursMixin, WritesMixin, QueriesMixin, StorageBackend):
         self._load_cue_cache()
         self._load_engram_cache()
         self._load_pending()
+        self._drop_unused_text_index()
 
     def close(self) -> None:
         """Close every connection and the database; safe to call twice."""

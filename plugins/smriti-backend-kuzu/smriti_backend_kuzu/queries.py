@@ -329,7 +329,17 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
             yield Link(r[0], r[1], float(r[2]))
 
     def iter_associations(self) -> Iterator[Association]:
-        """Every AssociatedWith edge."""
+        """Every AssociatedWith edge (from the mirror when it is on)."""
+        mirror = self.mirror
+        if mirror is not None:
+            with mirror.lock:
+                edges = [
+                    Association(a, b, strength, rel, created)
+                    for a, targets in mirror.out.items()
+                    for b, (strength, rel, created) in targets.items()
+                ]
+            yield from edges
+            return
         for r in self._stream(
             "MATCH (a:Engram)-[r:AssociatedWith]->(b:Engram) "
             "RETURN a.id, b.id, r.strength, r.relation_type, r.created_at"

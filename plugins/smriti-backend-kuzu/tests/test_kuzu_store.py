@@ -168,11 +168,23 @@ def test_vector_index_used_when_cache_is_off(kuzu_factory: Factory) -> None:
     assert "e00005" not in [i for i, _ in backend.vector_search(build.vec(10_005), 3)]
 
 
-def test_cache_on_builds_only_the_text_index(kuzu_factory: Factory) -> None:
-    backend = kuzu_factory("alice")
+def test_cache_on_builds_no_index_and_drops_a_stale_text_index(kuzu_factory: Factory) -> None:
+    """The mirror serves text and vector search; an FTS index would only slow writes."""
+    backend = kuzu_factory("alice", cache_mb=0)
     backend.import_records([build.engram(i) for i in range(60)], [], [], [], [])
-    assert backend.ensure_indexes(8, 50) == ["engram_fts"]
-    assert [i for i, _ in backend.text_search("topic3 memory", 60)][:1] != []
+    assert sorted(backend.ensure_indexes(8, 50)) == ["engram_fts", "engram_vec"]
+    backend.close()
+    cached = kuzu_factory("alice")
+    assert cached.mirror is not None
+    assert "engram_fts" not in cached.index_names()
+    assert cached.ensure_indexes(8, 50) == []
+    assert [i for i, _ in cached.text_search("topic3 memory", 60)][:1] != []
+    assert cached.delete_engrams(["e00003", "nope"]) == 1
+    cached.close()
+    uncached = kuzu_factory("alice", cache_mb=0)
+    assert uncached.ensure_indexes(8, 50) == ["engram_fts"]
+    hits = [i for i, _ in uncached.text_search("topic3 memory", 60)]
+    assert hits and "e00003" not in hits
 
 
 def test_from_settings_uses_user_dir(tmp_path: Path) -> None:
