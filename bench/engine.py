@@ -1,13 +1,15 @@
 """Engine benchmark: latency, bulk-import throughput, consolidation and memory, per backend.
 
-For every selected backend and size, a worker process (so that peak RSS is per run)
-bulk-imports a synthetic corpus (bench/corpus.py) with ``backend.import_records`` using
-precomputed vectors (embedding time is excluded), then measures through the Engine:
+For every selected backend and size, one process generates a synthetic corpus
+(bench/corpus.py) and bulk-imports it with ``backend.import_records`` using precomputed
+vectors (embedding time is excluded); then a second process opens the store, as a
+server would, and measures through the Engine:
 
 - recall (mode ``recall``, limit 10), search (vector only) and list latency, p50/p95;
 - store latency (full pipeline: heuristic cues, lexical embedding, associations, write);
 - one consolidation run, and the Leiden part of it;
-- the worker's peak RSS (servers' memory is not included).
+- the peak RSS of that second process, and of the import process (database servers'
+  memory is not included).
 
 Usage::
 
@@ -50,6 +52,8 @@ from common import (  # noqa: E402
 
 log = structlog.get_logger("bench.engine")
 IMPORT_BATCH = 5000
+#: Environment variables a run passes on to both of its processes.
+PASSED_THROUGH = ("FALKOR_", "NEO4J_", "SMRITI_KUZU")
 
 
 def parse_size(text: str) -> int:
@@ -59,50 +63,86 @@ def parse_size(text: str) -> int:
 
 
 # -- worker: one backend, one size ---------------------------------------------------------
+def store_env(backend: str, size: int, tmp: str) -> dict[str, str]:
+    """The settings of one run (the import process and the measuring process share them)."""
+    env = {
+        "ACCESSING_USER": f"bench{size}_{uuid.uuid4().hex[:6]}",
+        "STORAGE_LOCATION": tmp,
+        "DB_TYPE": backend,
+        "SMRITI_EMBEDDER": "lexical",
+        "SMRITI_CUE_EXTRACTOR": "heuristic",
+        "CONSOLIDATION_INTERVAL": "0",
+        "BACKUP_TYPE": "none",
+        "FALKOR_GRAPH": f"bench_{uuid.uuid4().hex[:8]}",
+        **{k: v for k, v in os.environ.items() if k.startswith(PASSED_THROUGH)},
+    }
+    env["FALKOR_GRAPH"] = env.get("FALKOR_GRAPH_BENCH", env["FALKOR_GRAPH"])
+    return env
+
+
 def worker(backend: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
-    """Run every measurement for one backend and size; return a result row."""
+    """Run every measurement for one backend and size; return a result row.
+
+    The corpus is generated and bulk-imported by a separate process, so the peak RSS
+    reported for the server is that of a process that opened the store, as a server
+    does, not one that also held 100k generated records.
+    """
+    import corpus
+
+    extra = corpus.memories(size + args.stores)[size:]
+    with tempfile.TemporaryDirectory(prefix="smriti-bench-") as tmp:
+        env = store_env(backend, size, tmp)
+        imported = run_phase("import", size, env, args)
+        from smriti.config import Settings
+
+        row = measure(Settings.from_env(env), extra, args)
+        row["import"], row["import_peak_rss_mb"] = imported["import"], imported["peak_rss_mb"]
+        return row
+
+
+def import_phase(size: int) -> dict[str, Any]:
+    """Generate the corpus and bulk-import it into the store the environment names."""
     import corpus
 
     from smriti.config import Settings
     from smriti.default_plugins.lexical_embedder import LexicalEmbedder
+    from smriti.engine.core import Engine
 
-    items = corpus.memories(size + args.stores)
-    loaded, extra = items[:size], items[size:]
-    records, prep_s = timed(lambda: corpus.records(loaded, LexicalEmbedder()))
+    records, prep_s = timed(lambda: corpus.records(corpus.memories(size), LexicalEmbedder()))
     log.info("corpus ready", size=size, seconds=round(prep_s, 1))
-    with tempfile.TemporaryDirectory(prefix="smriti-bench-") as tmp:
-        env = {
-            "ACCESSING_USER": f"bench{size}_{uuid.uuid4().hex[:6]}",
-            "STORAGE_LOCATION": tmp,
-            "DB_TYPE": backend,
-            "SMRITI_EMBEDDER": "lexical",
-            "SMRITI_CUE_EXTRACTOR": "heuristic",
-            "CONSOLIDATION_INTERVAL": "0",
-            "BACKUP_TYPE": "none",
-            "FALKOR_GRAPH": f"bench_{uuid.uuid4().hex[:8]}",
-            **{k: v for k, v in os.environ.items() if k.startswith(("FALKOR_", "NEO4J_"))},
-        }
-        env["FALKOR_GRAPH"] = env.get("FALKOR_GRAPH_BENCH", env["FALKOR_GRAPH"])
-        settings = Settings.from_env(env)
-        return measure(settings, records, extra, args)
+    engine = Engine.from_settings(Settings.from_env(dict(os.environ)), plugin_manager()).open()
+    try:
+        figures = bulk_import(engine.backend, records)
+    finally:
+        engine.close()
+    return {"import": figures, "peak_rss_mb": peak_rss_mb()}
 
 
-def measure(settings: Any, records: Any, extra: Sequence[Any], args: argparse.Namespace) -> dict:
-    """Import, reopen, then time the operations on an Engine."""
+def run_phase(phase: str, size: int, env: dict[str, str], args: argparse.Namespace) -> dict:
+    """Run one phase in a child process with ``env``; return its JSON result."""
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
+        out = Path(fh.name)
+    cmd = [sys.executable, __file__, "--phase", phase, "--sizes", str(size), "--json", str(out)]
+    cmd += ["--log-level", args.log_level]
+    try:
+        subprocess.run(cmd, env={**os.environ, **env}, check=True)
+        return json.loads(out.read_text())
+    finally:
+        out.unlink(missing_ok=True)
+
+
+def measure(settings: Any, extra: Sequence[Any], args: argparse.Namespace) -> dict:
+    """Open the imported store, then time the operations on an Engine."""
     import corpus
 
     from smriti.engine.core import Engine
 
     pm = plugin_manager()
-    row: dict[str, Any] = {"backend": settings.db_type, "size": len(records.engrams)}
-    engine = Engine.from_settings(settings, pm).open()
-    try:
-        row["import"] = bulk_import(engine.backend, records)
-    finally:
-        engine.close()
+    row: dict[str, Any] = {"backend": settings.db_type}
     engine, open_s = timed(lambda: Engine.from_settings(settings, pm).open())
     row["open_s"] = round(open_s, 3)
     try:
+        row["size"] = engine.backend.count_engrams()
         _, index_s = timed(lambda: engine.backend.ensure_indexes(engine.embedder.dims or 384, 0))
         row["index_s"] = round(index_s, 3)
         queries = corpus.queries(args.queries)
@@ -226,7 +266,7 @@ def print_rows(rows: list[dict[str, Any]]) -> None:
     headers = [
         "backend", "size", "import/s", "open s", "index s",
         "recall p50", "recall p95", "search p50", "search p95", "list p50", "list p95",
-        "store p50", "store p95", "consol. s", "leiden s", "peak RSS MB",
+        "store p50", "store p95", "consol. s", "leiden s", "peak RSS MB", "import RSS MB",
     ]  # fmt: skip
     body = []
     for r in rows:
@@ -238,7 +278,7 @@ def print_rows(rows: list[dict[str, Any]]) -> None:
             r["recall"]["p50_ms"], r["recall"]["p95_ms"], r["search"]["p50_ms"],
             r["search"]["p95_ms"], r["list"]["p50_ms"], r["list"]["p95_ms"],
             r["store"]["p50_ms"], r["store"]["p95_ms"], r["consolidate"]["seconds"],
-            r["consolidate"]["leiden_s"], r["peak_rss_mb"],
+            r["consolidate"]["leiden_s"], r["peak_rss_mb"], r["import_peak_rss_mb"],
         ])  # fmt: skip
     print("Latencies in ms; import in memories/s (embedding excluded).")
     print(table(headers, body))
@@ -256,10 +296,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--out", type=Path, default=None, help="JSON output path")
     p.add_argument("--log-level", default="warning")
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--phase", default=None, help=argparse.SUPPRESS)
     p.add_argument("--json", type=Path, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     configure_logging(args.log_level)
     sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
+    if args.phase == "import":
+        Path(args.json).write_text(json.dumps(import_phase(sizes[0]), default=str))
+        return
     if args.worker:
         row = worker(args.worker, sizes[0], args)
         Path(args.json).write_text(json.dumps(row, default=str))

@@ -14,7 +14,7 @@ import importlib.util  # noqa: F401 - kuzu's parameter binding needs it imported
 import os
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import ModuleType
@@ -25,7 +25,15 @@ from smriti.logs import get_logger
 from smriti.storage import StorageBackend
 from smriti_backend_kuzu import schema
 from smriti_backend_kuzu.cache import VectorCache
-from smriti_backend_kuzu.codec import CUE_FIELDS, ENGRAM_FIELDS, cue_from_row, engram_from_row
+from smriti_backend_kuzu.codec import (
+    ASSOC_FIELDS,
+    CUE_FIELDS,
+    ENGRAM_FIELDS,
+    LINK_FIELDS,
+    association_from_row,
+    cue_from_row,
+    engram_from_row,
+)
 from smriti_backend_kuzu.cooccurs import CoOccursMixin
 from smriti_backend_kuzu.mirror import GraphMirror
 from smriti_backend_kuzu.queries import QueriesMixin
@@ -40,6 +48,14 @@ log = get_logger(__name__)
 DB_FILE = "memory.kuzu"
 CACHE_ENV = "SMRITI_KUZU_CACHE_MB"
 DEFAULT_CACHE_MB = 2048
+#: Kùzu's page buffer pool; 0 keeps Kùzu's default (80 % of the machine's memory, used
+#: only as pages are touched). A small pool is risky: with 256 MB, the commit of a bulk
+#: import at 100k memories failed with "buffer pool is full" (README).
+BUFFER_ENV = "SMRITI_KUZU_BUFFER_MB"
+DEFAULT_BUFFER_MB = 0
+MIN_BUFFER_MB = 64
+#: Node offsets per chunk when the caches are loaded at open.
+OFFSET_CHUNK = 10_000
 
 
 def load_driver() -> ModuleType:
@@ -62,10 +78,17 @@ class KuzuBackend(CoOccursMixin, WritesMixin, QueriesMixin, StorageBackend):
     description: ClassVar[str] = "Kùzu embedded graph database, one store per user"
     multi_tenant: ClassVar[bool] = False
 
-    def __init__(self, user: str, path: Path | str, cache_mb: int = DEFAULT_CACHE_MB) -> None:
+    def __init__(
+        self,
+        user: str,
+        path: Path | str,
+        cache_mb: int = DEFAULT_CACHE_MB,
+        buffer_mb: int = DEFAULT_BUFFER_MB,
+    ) -> None:
         super().__init__(user)
         self.path = Path(path)
         self.cache_mb = cache_mb
+        self.buffer_mb = buffer_mb
         self._driver: ModuleType | None = None
         self._db: Any = None
         self._local = threading.local()
@@ -86,13 +109,14 @@ class KuzuBackend(CoOccursMixin, WritesMixin, QueriesMixin, StorageBackend):
 
     @classmethod
     def from_settings(cls, settings: Settings, user: str) -> KuzuBackend:
-        """The store of ``user`` under ``STORAGE_LOCATION``; cache budget from the env."""
-        raw = settings.env.get(CACHE_ENV, "").strip()
-        try:
-            cache_mb = int(raw) if raw else DEFAULT_CACHE_MB
-        except ValueError:
-            raise BackendError(f"{CACHE_ENV}={raw!r} is not an integer (megabytes)") from None
-        return cls(user, settings.user_dir(user) / DB_FILE, cache_mb=cache_mb)
+        """The store of ``user`` under ``STORAGE_LOCATION``; cache and pool from the env."""
+        cache_mb = _megabytes(settings.env, CACHE_ENV, DEFAULT_CACHE_MB, 0)
+        buffer_mb = _megabytes(settings.env, BUFFER_ENV, DEFAULT_BUFFER_MB, 0)
+        if 0 < buffer_mb < MIN_BUFFER_MB:
+            raise BackendError(
+                f"{BUFFER_ENV}={buffer_mb} must be 0 (Kùzu's default) or at least {MIN_BUFFER_MB}"
+            )
+        return cls(user, settings.user_dir(user) / DB_FILE, cache_mb=cache_mb, buffer_mb=buffer_mb)
 
     # -- lifecycle -------------------------------------------------------------------
     def open(self) -> None:
@@ -104,7 +128,9 @@ class KuzuBackend(CoOccursMixin, WritesMixin, QueriesMixin, StorageBackend):
             raise BackendError(f"{self.path} is a directory, not a Kùzu database file")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._db = self._driver.Database(str(self.path))
+            self._db = self._driver.Database(
+                str(self.path), buffer_pool_size=self.buffer_mb * 2**20
+            )
         except RuntimeError as exc:
             raise self._open_error(exc) from exc
         self._generation += 1
@@ -197,14 +223,23 @@ class KuzuBackend(CoOccursMixin, WritesMixin, QueriesMixin, StorageBackend):
         except RuntimeError as exc:
             raise BackendError(f"Kùzu query failed on {self.path}: {exc}") from exc
 
-    def _scan(self, query: str, size: int = 5000) -> Iterator[list[list[Any]]]:
-        """Rows of one read query in chunks; run nothing else on this thread meanwhile."""
-        try:
-            result = self._exec(self._conn(), query)
-            while result.has_next():
-                yield result.get_n(size)
-        except RuntimeError as exc:
-            raise BackendError(f"Kùzu query failed on {self.path}: {exc}") from exc
+    def _by_offset(
+        self, pattern: str, alias: str, returns: str, step: int = OFFSET_CHUNK
+    ) -> Iterator[list[list[Any]]]:
+        """Rows of ``MATCH pattern RETURN returns`` in chunks of ``step`` node offsets of
+        ``alias`` (every node once: offsets are unique, holes of deleted nodes skipped).
+
+        Kùzu materialises a whole result in its buffer pool, whose pages stay resident:
+        one query over 100k engrams and their 1M links left ~650 MB there, chunks ~250.
+        """
+        table = pattern.split(f"({alias}:", 1)[1].split(")", 1)[0]
+        top = self._q(f"MATCH ({alias}:{table}) RETURN max(offset(id({alias})))")[0][0]
+        if top is None:
+            return
+        where = f"offset(id({alias})) >= $lo AND offset(id({alias})) < $hi"
+        query = f"MATCH {pattern} WHERE {where} RETURN {returns}"
+        for lo in range(0, int(top) + 1, step):
+            yield self._q(query, {"lo": lo, "hi": lo + step})
 
     def _stream(self, query: str, params: dict[str, Any] | None = None) -> Iterator[list[Any]]:
         """Rows of a read query; fetched eagerly so the caller may query in between."""
@@ -261,11 +296,10 @@ class KuzuBackend(CoOccursMixin, WritesMixin, QueriesMixin, StorageBackend):
             self.engram_cache = None
             self.mirror = None
             return
-        cache = VectorCache()
+        cache = VectorCache(capacity=count + count // 16)  # room for some new memories
         mirror = GraphMirror()
-        # One unordered scan, read 5,000 rows at a time: keyset pages (ORDER BY id per
-        # page) cost 40 s at 100k, this a few seconds.
-        for rows in self._scan(f"MATCH (e:Engram) RETURN {ENGRAM_FIELDS}"):
+        # Chunks of node offsets: keyset pages (ORDER BY id per page) cost 40 s at 100k.
+        for rows in self._by_offset("(e:Engram)", "e", ENGRAM_FIELDS):
             engrams = [engram_from_row(r) for r in rows]
             cache.put_many(
                 (e.id, e.embedding, self.label(e.memory_type))
@@ -273,14 +307,11 @@ class KuzuBackend(CoOccursMixin, WritesMixin, QueriesMixin, StorageBackend):
                 if e.embedding is not None
             )
             for e in engrams:
-                mirror.put_engram(e, self.label(e.memory_type))
-        mirror.put_links(
-            (r[0], r[1], float(r[2]))
-            for r in self._q(
-                "MATCH (e:Engram)-[r:EncodedBy]->(c:Cue) RETURN e.id, c.id, r.strength"
-            )
-        )
-        mirror.put_associations(self.iter_associations())
+                mirror.put_engram(e, self.label(e.memory_type), stored=True)
+        for rows in self._by_offset("(e:Engram)-[r:EncodedBy]->(c:Cue)", "e", LINK_FIELDS):
+            mirror.put_links((r[0], r[1], float(r[2])) for r in rows)
+        for rows in self._by_offset("(a:Engram)-[r:AssociatedWith]->(b:Engram)", "a", ASSOC_FIELDS):
+            mirror.put_associations(map(association_from_row, rows), stored=True)
         self.engram_cache, self.mirror = cache, mirror
 
     def db_size_hint(self) -> int:
@@ -289,3 +320,17 @@ class KuzuBackend(CoOccursMixin, WritesMixin, QueriesMixin, StorageBackend):
             return os.path.getsize(self.path)
         except OSError:
             return 0
+
+
+def _megabytes(env: Mapping[str, str], name: str, default: int, minimum: int) -> int:
+    """An integer number of megabytes from ``env[name]`` (``default`` when unset)."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BackendError(f"{name}={raw!r} is not an integer (megabytes)") from None
+    if value < minimum:
+        raise BackendError(f"{name}={raw!r} must be at least {minimum} (megabytes)")
+    return value

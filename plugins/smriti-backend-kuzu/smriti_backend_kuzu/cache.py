@@ -115,11 +115,13 @@ class QuantisedRows:
 class VectorCache:
     """Row-per-id matrix of unit vectors with a small integer label per row.
 
-    Rows are kept in a growing buffer; deletion moves the last row into the hole, so
-    updates cost O(dims) and never copy the matrix.
+    Rows are kept in a growing buffer (``capacity`` rows at first, then 1.5x when full);
+    deletion moves the last row into the hole, so updates cost O(dims) and never copy
+    the matrix.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, capacity: int = 64) -> None:
+        self._capacity = max(64, int(capacity))
         self._lock = threading.Lock()
         self._ids: list[str] = []
         self._index: dict[str, int] = {}
@@ -164,11 +166,12 @@ class VectorCache:
         v = unit(raw)
         if self.dims is None:
             self.dims = v.shape[0]
-            self._matrix = np.zeros((64, self.dims), dtype=np.float32)
-            self._labels = np.zeros(64, dtype=np.int16)
-            self._norms = np.zeros(64, dtype=np.float32)
+            cap = self._capacity
+            self._matrix = np.zeros((cap, self.dims), dtype=np.float32)
+            self._labels = np.zeros(cap, dtype=np.int16)
+            self._norms = np.zeros(cap, dtype=np.float32)
             if simsimd is not None:
-                self._quant = QuantisedRows(64, self.dims)
+                self._quant = QuantisedRows(cap, self.dims)
         self.check_dims(v)
         row = self._index.get(key)
         if row is None:
@@ -193,7 +196,7 @@ class VectorCache:
             return None if row is None else self._matrix[row] * self._norms[row]
 
     def _grow(self) -> None:
-        cap = max(64, self._matrix.shape[0] * 2)
+        cap = max(64, self._matrix.shape[0] * 3 // 2)
         matrix = np.zeros((cap, self._matrix.shape[1]), dtype=np.float32)
         matrix[: self._matrix.shape[0]] = self._matrix
         labels = np.zeros(cap, dtype=np.int16)
@@ -256,4 +259,4 @@ class VectorCache:
     def clear(self) -> None:
         """Forget every row (used when the store is closed)."""
         with self._lock:
-            self.__init__()  # type: ignore[misc]
+            self.__init__(self._capacity)  # type: ignore[misc]

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from smriti.model import Cue, Engram, as_vector
+from smriti.model import Association, Cue, Engram, as_vector
 
 ENGRAM_FIELDS = (
     "e.id, e.content, e.summary, e.memory_type, e.importance, e.access_count, "
@@ -132,3 +132,15 @@ def cue_params(c: Cue) -> dict[str, Any]:
 def cue_from_row(row: list[Any]) -> Cue:
     """A Cue from a row of CUE_FIELDS."""
     return Cue(id=row[0], name=row[1], cue_type=row[2] or "keyword", embedding=vec_out(row[3]))
+
+
+#: Columns of EncodedBy rows ``(e:Engram)-[r:EncodedBy]->(c:Cue)``.
+LINK_FIELDS = "e.id, c.id, r.strength"
+#: Columns of AssociatedWith rows ``(a:Engram)-[r:AssociatedWith]->(b:Engram)``.
+ASSOC_FIELDS = "a.id, b.id, r.strength, r.relation_type, r.created_at"
+
+
+def association_from_row(row: list[Any]) -> Association:
+    """An Association from a row of ASSOC_FIELDS."""
+    created = ts_out(row[4]) if row[4] else None
+    return Association(row[0], row[1], float(row[2]), row[3], created)

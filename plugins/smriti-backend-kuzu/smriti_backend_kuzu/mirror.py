@@ -32,6 +32,10 @@ FIELDS = (
     "last_accessed_at", "decay_factor", "source", "tags", "cluster_id",
 )  # fmt: skip
 _POS = {f: i for i, f in enumerate(FIELDS)}
+#: Each row also holds its key: the one id object that every structure shares (ids read
+#: back with links or associations are new, equal strings; 1M links at 100k memories
+#: kept ~115 MB of duplicates before).
+_KEY = len(FIELDS)
 
 
 def index_terms(text: str) -> list[str]:
@@ -189,19 +193,24 @@ class GraphMirror:
         self.c2e: dict[str, dict[str, float]] = {}
         self.out: dict[str, dict[str, tuple[float, str, datetime | None]]] = {}
         self.inn: dict[str, dict[str, tuple[float, str, datetime | None]]] = {}
+        #: One shared object per cue id (see ``_KEY``).
+        self.cue_ids: dict[str, str] = {}
         self.text = TextIndex()
         self._by_importance: dict[str, list[tuple[str, float]]] = {}
 
     # -- engrams ------------------------------------------------------------------------
-    def put_engram(self, e: Engram, label: int) -> None:
-        """Insert or replace the row of ``e`` (timestamps as stored: microseconds, UTC)."""
+    def put_engram(self, e: Engram, label: int, stored: bool = False) -> None:
+        """Insert or replace the row of ``e`` (timestamps as stored: microseconds, UTC;
+        ``stored`` says they already are, having been read from the store)."""
+        as_stored = _same if stored else stored_time
         with self.lock:
             old = self.rows.get(e.id)
+            summary = e.content if e.summary == e.content else e.summary  # share the text
             row = [
-                e.content, e.summary, e.memory_type, float(e.importance), int(e.access_count),
-                stored_time(e.created_at), stored_time(e.last_accessed_at),
+                e.content, summary, e.memory_type, float(e.importance), int(e.access_count),
+                as_stored(e.created_at), as_stored(e.last_accessed_at),
                 float(e.decay_factor), e.source or "",
-                [str(t) for t in e.tags], int(e.cluster_id),
+                [str(t) for t in e.tags], int(e.cluster_id), e.id,
             ]  # fmt: skip
             self.rows[e.id] = row
             if old is None or old[:2] != row[:2] or old[9] != row[9]:
@@ -252,6 +261,7 @@ class GraphMirror:
     def remove_cues(self, cue_ids: Iterable[str]) -> None:
         with self.lock:
             for cue in cue_ids:
+                self.cue_ids.pop(cue, None)
                 for key in self.c2e.pop(cue, {}):
                     self.e2c.get(key, {}).pop(cue, None)
                 self._by_importance.pop(cue, None)
@@ -259,23 +269,31 @@ class GraphMirror:
     # -- edges ---------------------------------------------------------------------------
     def put_links(self, links: Iterable[tuple[str, str, float]]) -> None:
         with self.lock:
+            rows, cue_ids = self.rows, self.cue_ids
             for key, cue, strength in links:
-                if key not in self.rows:
+                row = rows.get(key)
+                if row is None:
                     continue
+                key = row[_KEY]  # type: ignore[assignment]
+                cue = cue_ids.setdefault(cue, cue)
                 self.e2c.setdefault(key, {})[cue] = strength
                 self.c2e.setdefault(cue, {})[key] = strength
                 self._by_importance.pop(cue, None)
 
-    def put_associations(self, edges: Iterable[Association]) -> None:
+    def put_associations(self, edges: Iterable[Association], stored: bool = False) -> None:
+        as_stored = _same if stored else stored_time
         with self.lock:
+            rows = self.rows
             for a in edges:
-                if a.source_id not in self.rows or a.target_id not in self.rows:
+                src_row, dst_row = rows.get(a.source_id), rows.get(a.target_id)
+                if src_row is None or dst_row is None:
                     continue
-                old = self.out.get(a.source_id, {}).get(a.target_id)
-                created = old[2] if old is not None else stored_time(a.created_at)
+                src, dst = src_row[_KEY], dst_row[_KEY]
+                old = self.out.get(src, {}).get(dst)  # type: ignore[call-overload]
+                created = old[2] if old is not None else as_stored(a.created_at)
                 value = (float(a.strength), a.relation_type, created)
-                self.out.setdefault(a.source_id, {})[a.target_id] = value
-                self.inn.setdefault(a.target_id, {})[a.source_id] = value
+                self.out.setdefault(src, {})[dst] = value  # type: ignore[index]
+                self.inn.setdefault(dst, {})[src] = value  # type: ignore[index]
 
     def _touch_importance(self, key: str) -> None:
         for cue in self.e2c.get(key, ()):
@@ -336,6 +354,10 @@ class GraphMirror:
 def stored_time(value: datetime | None) -> datetime | None:
     """A timestamp as Kùzu gives it back (aware UTC); None stays None."""
     return None if value is None else ts_out(ts_in(value))
+
+
+def _same(value: datetime | None) -> datetime | None:
+    return value
 
 
 def _recent_key(item: tuple[object, object, str]) -> tuple[float, float, str]:

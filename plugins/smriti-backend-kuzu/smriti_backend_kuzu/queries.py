@@ -10,7 +10,16 @@ import numpy as np
 
 from smriti.model import Association, CoOccurrence, Cue, Engram, Link, normalise_cue_name
 from smriti.storage import EngramStats, batched, cosine_top_k, unit
-from smriti_backend_kuzu.codec import CUE_FIELDS, ENGRAM_FIELDS, engram_from_row, ts_out, vec_out
+from smriti_backend_kuzu.codec import (
+    ASSOC_FIELDS,
+    CUE_FIELDS,
+    ENGRAM_FIELDS,
+    LINK_FIELDS,
+    association_from_row,
+    engram_from_row,
+    ts_out,
+    vec_out,
+)
 from smriti_backend_kuzu.text import bm25, query_tokens
 
 if TYPE_CHECKING:
@@ -323,9 +332,7 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
 
     def iter_links(self) -> Iterator[Link]:
         """Every EncodedBy edge."""
-        for r in self._stream(
-            "MATCH (e:Engram)-[r:EncodedBy]->(c:Cue) RETURN e.id, c.id, r.strength"
-        ):
+        for r in self._stream(f"MATCH (e:Engram)-[r:EncodedBy]->(c:Cue) RETURN {LINK_FIELDS}"):
             yield Link(r[0], r[1], float(r[2]))
 
     def iter_associations(self) -> Iterator[Association]:
@@ -340,11 +347,10 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
                 ]
             yield from edges
             return
-        for r in self._stream(
-            "MATCH (a:Engram)-[r:AssociatedWith]->(b:Engram) "
-            "RETURN a.id, b.id, r.strength, r.relation_type, r.created_at"
-        ):
-            yield Association(r[0], r[1], float(r[2]), r[3], ts_out(r[4]) if r[4] else None)
+        rows = self._stream(
+            f"MATCH (a:Engram)-[r:AssociatedWith]->(b:Engram) RETURN {ASSOC_FIELDS}"
+        )
+        yield from map(association_from_row, rows)
 
     def iter_cooccurrences(self) -> Iterator[CoOccurrence]:
         """Every CoOccurs edge."""

@@ -195,6 +195,34 @@ def test_from_settings_uses_user_dir(tmp_path: Path) -> None:
         assert backend.path.exists()
 
 
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"SMRITI_KUZU_BUFFER_MB": "lots"}, "SMRITI_KUZU_BUFFER_MB='lots' is not an integer"),
+        ({"SMRITI_KUZU_BUFFER_MB": "16"}, "must be 0 .* or at least 64"),
+        ({"SMRITI_KUZU_BUFFER_MB": "-5"}, "must be at least 0"),
+        ({"SMRITI_KUZU_CACHE_MB": "-1"}, "must be at least 0"),
+    ],
+)
+def test_memory_settings_are_validated(tmp_path: Path, env: dict, message: str) -> None:
+    settings = Settings.from_env({"STORAGE_LOCATION": str(tmp_path), **env})
+    with pytest.raises(BackendError, match=message):
+        KuzuBackend.from_settings(settings, "alice")
+
+
+def test_buffer_pool_setting_opens_a_working_store(tmp_path: Path) -> None:
+    env = {"STORAGE_LOCATION": str(tmp_path), "SMRITI_KUZU_BUFFER_MB": "64"}
+    backend = KuzuBackend.from_settings(Settings.from_env(env), "alice")
+    assert (backend.buffer_mb, backend.cache_mb) == (64, 2048)
+    assert KuzuBackend.from_settings(Settings.from_env({}), "bob").buffer_mb == 0
+    backend.open()
+    try:
+        backend.import_records([build.engram(i) for i in range(300)], [], [], [], [])
+        assert backend.count_engrams() == 300
+    finally:
+        backend.close()
+
+
 def test_plugin_registers_kuzu_and_ladybug_alias() -> None:
     from smriti_backend_kuzu import plugin
 
