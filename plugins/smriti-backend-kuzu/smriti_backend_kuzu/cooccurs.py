@@ -16,15 +16,11 @@ consolidation and export), and whenever ``FOLD_PENDING`` rows have accumulated.
 
 from __future__ import annotations
 
-import csv
-import os
-import tempfile
 from collections import Counter
 from itertools import permutations
 from typing import TYPE_CHECKING, Any
 
 from smriti.logs import get_logger
-from smriti_backend_kuzu.writes import quote_path
 
 if TYPE_CHECKING:
     from smriti_backend_kuzu.backend import KuzuBackend as _Self
@@ -78,13 +74,10 @@ class CoOccursMixin(_Self):  # type: ignore[misc,valid-type]
             deltas.update(permutations([c for c in dict.fromkeys(cues) if c in known], 2))
         if deltas:
             pairs = list(deltas.items())
-            with tempfile.TemporaryDirectory(prefix="smriti-kuzu-") as tmp:
-                path = os.path.join(tmp, "cooccurs.csv")
-                with open(path, "w", newline="", encoding="utf-8") as f:
-                    writer = csv.writer(f)
-                    for i, ((a, b), d) in enumerate(pairs):
-                        writer.writerow((i, a, b, float(d)))
-                self._exec(conn, f"COPY CoOccursStage FROM '{quote_path(path)}' (HEADER=false)")
+            stage = [
+                {"id": str(i), "a": a, "b": b, "d": float(d)} for i, ((a, b), d) in enumerate(pairs)
+            ]
+            self._copy_rows(conn, "CoOccursStage", stage, ("id", "a", "b", "d"))
             matched = self._exec(
                 conn,
                 "MATCH (s:CoOccursStage), (a:Cue)-[x:CoOccurs]->(b:Cue) "
