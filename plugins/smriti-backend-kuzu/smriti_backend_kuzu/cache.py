@@ -29,7 +29,7 @@ except ImportError:  # pragma: no cover - simsimd is a dependency of this plugin
     simsimd = None
 
 #: Caches with at least this many rows search through the int8 copy first.
-QUANTISED_MIN_ROWS = 20_000
+QUANTISED_MIN_ROWS = 4_096
 #: When more than this share of rows needs re-scoring, one float32 scan is cheaper.
 RESCORE_MAX_SHARE = 0.25
 #: simsimd threads for the int8 scan: it is compute-bound (100k x 384 on this 2-core

@@ -24,6 +24,7 @@ import numpy as np
 from smriti.default_plugins.text import STOPWORDS, stem
 from smriti.model import Association, Engram, Link
 from smriti_backend_kuzu.codec import ts_in, ts_out
+from smriti_backend_kuzu.ranking import TopByImportance
 from smriti_backend_kuzu.text import tokenize
 
 #: Engram fields kept per row, in this order (the embedding lives in the vector cache).
@@ -196,7 +197,7 @@ class GraphMirror:
         #: One shared object per cue id (see ``_KEY``).
         self.cue_ids: dict[str, str] = {}
         self.text = TextIndex()
-        self._by_importance: dict[str, list[tuple[str, float]]] = {}
+        self.ranking = TopByImportance()
 
     # -- engrams ------------------------------------------------------------------------
     def put_engram(self, e: Engram, label: int, stored: bool = False) -> None:
@@ -217,8 +218,8 @@ class GraphMirror:
                 self.text.add(e.id, f"{e.content} {e.summary} {' '.join(row[9])}", label)  # type: ignore[arg-type]
             else:
                 self.text.set_label(e.id, label)
-            if old is None or old[3] != row[3]:
-                self._touch_importance(e.id)
+            if old is not None and old[3] != row[3]:
+                self._rerank(e.id)
 
     def update(self, key: str, field: str, value: object) -> None:
         with self.lock:
@@ -229,9 +230,10 @@ class GraphMirror:
                 value = float(value)  # type: ignore[arg-type]
             elif field in ("access_count", "cluster_id"):
                 value = int(value)  # type: ignore[call-overload]
+            changed = row[_POS[field]] != value
             row[_POS[field]] = value
-            if field == "importance":
-                self._touch_importance(key)
+            if field == "importance" and changed:
+                self._rerank(key)
 
     def engram(self, key: str, embedding: np.ndarray | None) -> Engram | None:
         row = self.rows.get(key)
@@ -252,7 +254,7 @@ class GraphMirror:
                 self.text.remove(key)
                 for cue in self.e2c.pop(key, {}):
                     self.c2e.get(cue, {}).pop(key, None)
-                    self._by_importance.pop(cue, None)
+                    self.ranking.removed(cue, key)
                 for other in self.out.pop(key, {}):
                     self.inn.get(other, {}).pop(key, None)
                 for other in self.inn.pop(key, {}):
@@ -264,7 +266,7 @@ class GraphMirror:
                 self.cue_ids.pop(cue, None)
                 for key in self.c2e.pop(cue, {}):
                     self.e2c.get(key, {}).pop(cue, None)
-                self._by_importance.pop(cue, None)
+                self.ranking.drop(cue)
 
     # -- edges ---------------------------------------------------------------------------
     def put_links(self, links: Iterable[tuple[str, str, float]]) -> None:
@@ -276,9 +278,14 @@ class GraphMirror:
                     continue
                 key = row[_KEY]  # type: ignore[assignment]
                 cue = cue_ids.setdefault(cue, cue)
+                members = self.c2e.setdefault(cue, {})
+                before = members.get(key)
                 self.e2c.setdefault(key, {})[cue] = strength
-                self.c2e.setdefault(cue, {})[key] = strength
-                self._by_importance.pop(cue, None)
+                members[key] = strength
+                if before is None:
+                    self.ranking.added(cue, key, strength, row[3], len(members) - 1)  # type: ignore[arg-type]
+                elif before != strength:
+                    self.ranking.restrengthened(cue, key, strength)
 
     def put_associations(self, edges: Iterable[Association], stored: bool = False) -> None:
         as_stored = _same if stored else stored_time
@@ -295,9 +302,11 @@ class GraphMirror:
                 self.out.setdefault(src, {})[dst] = value  # type: ignore[index]
                 self.inn.setdefault(dst, {})[src] = value  # type: ignore[index]
 
-    def _touch_importance(self, key: str) -> None:
-        for cue in self.e2c.get(key, ()):
-            self._by_importance.pop(cue, None)
+    def _rerank(self, key: str) -> None:
+        importance = self.rows[key][3]
+        for cue, strength in self.e2c.get(key, {}).items():
+            members = len(self.c2e.get(cue, ()))
+            self.ranking.reranked(cue, key, strength, importance, members)  # type: ignore[arg-type]
 
     # -- reads ---------------------------------------------------------------------------
     def engrams_for_cue(self, cue: str, limit: int) -> list[tuple[str, float]]:
@@ -305,16 +314,8 @@ class GraphMirror:
             members = self.c2e.get(cue)
             if not members or limit <= 0:
                 return []
-            ordered = self._by_importance.get(cue)
-            if ordered is None or len(ordered) < min(limit, len(members)):
-                rows = self.rows
-                best = heapq.nsmallest(
-                    max(limit, 64),
-                    members.items(),
-                    key=lambda kv: (-rows[kv[0]][3], kv[0]),  # type: ignore[operator]
-                )
-                ordered = self._by_importance[cue] = best
-            return ordered[:limit]
+            rows = self.rows
+            return self.ranking.best(cue, limit, members, lambda k: rows[k][3])  # type: ignore[arg-type,return-value]
 
     def degree(self, cue: str) -> int:
         return len(self.c2e.get(cue, ()))
