@@ -98,3 +98,34 @@ def test_failed_store_records_nothing(kuzu_factory: Factory) -> None:
     assert pending_rows(backend) == 1
     assert backend._pending == 1
     assert strengths(backend) == {(x.id, y.id): 1.0, (y.id, x.id): 1.0}
+
+
+@pytest.mark.parametrize("new", [0, 1, 3])
+@pytest.mark.parametrize("known", [0, 1, 2])
+@pytest.mark.parametrize("targets", [0, 1, 3])
+def test_every_shape_of_one_statement_store(
+    kuzu_factory: Factory, new: int, known: int, targets: int
+) -> None:
+    """The single-statement store writes exactly what the memory holds, in every shape."""
+    from smriti.model import Association
+
+    backend = kuzu_factory("alice")
+    old_cues = [build.cue(f"old{i}") for i in range(2)]
+    for i in range(3):
+        backend.add_memory(build.engram(i), old_cues if i == 0 else [], [])
+    cues = [build.cue(f"new{i}") for i in range(new)] + old_cues[:known]
+    edges = [Association("e00100", build.engram(i).id, 0.5 + i / 10) for i in range(targets)]
+    edges.append(Association("e00100", "no-such-engram", 0.9))  # skipped, not an error
+    stored = backend.add_memory(build.engram(100), cues, edges)
+    assert [c.name for c in stored.cues] == [c.name for c in cues]
+    backend.close()
+
+    store = kuzu_factory("alice", cache_mb=0)  # reads straight from Kùzu
+    [engram] = store.get_engrams(["e00100"])
+    assert engram.content == build.engram(100).content
+    assert sorted(link.cue_id for link in store.cues_of(["e00100"])) == sorted(c.id for c in cues)
+    got = {(a.target_id, round(a.strength, 3)) for a in store.associations_of(["e00100"], 10)}
+    assert got == {(build.engram(i).id, round(0.5 + i / 10, 3)) for i in range(targets)}
+    want = {(a.id, b.id) for a in cues for b in cues if a != b}
+    want |= {(old_cues[0].id, old_cues[1].id), (old_cues[1].id, old_cues[0].id)}
+    assert {(c.source_id, c.target_id) for c in store.iter_cooccurrences()} == want
