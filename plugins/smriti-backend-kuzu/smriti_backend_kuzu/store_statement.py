@@ -44,6 +44,7 @@ def store_statement(new_cues: bool, known_cues: bool, pending: bool, association
     # Back to one row per engram between sections (after an UNWIND there are many).
     return " WITH e, count(*) AS _rows WITH e ".join(parts)
 
+
 def store_parameters(
     engram: dict[str, Any],
     new: list[dict[str, Any]],
