@@ -148,11 +148,35 @@ class VectorCache:
             )
 
     def put_many(self, items: Iterable[tuple[str, np.ndarray, int]]) -> None:
-        """Insert or replace rows (id, vector, label)."""
+        """Insert or replace rows (id, vector, label); new keys in bulk."""
         with self._lock:
+            fresh: dict[str, tuple[np.ndarray, int]] = {}
             for key, vector, label in items:
-                self._put(key, vector, label)
+                if self.dims is None or key in self._index:
+                    self._put(key, vector, label)
+                else:
+                    fresh[key] = (vector, label)  # the last one per key wins
+            if fresh:
+                self._append(fresh)
             self._quantise_new()
+
+    def _append(self, rows: dict[str, tuple[np.ndarray, int]]) -> None:
+        """Add rows for keys not in the cache: normalised and copied as one block."""
+        raw = np.stack([np.asarray(v, dtype=np.float32).reshape(-1) for v, _ in rows.values()])
+        if raw.shape[1] != self.dims:
+            self.check_dims(raw[0])
+        norms = np.linalg.norm(raw, axis=1)
+        units = raw / np.where(norms > 0, norms, 1.0)[:, None]
+        start = len(self._ids)
+        while start + len(rows) > self._matrix.shape[0]:
+            self._grow()
+        end = start + len(rows)
+        self._matrix[start:end] = units
+        self._norms[start:end] = norms
+        self._labels[start:end] = [label for _, label in rows.values()]
+        for offset, key in enumerate(rows):
+            self._index[key] = start + offset
+        self._ids.extend(rows)
 
     def _quantise_new(self) -> None:
         """Bring the int8 copy up to date (one vectorised step for all new rows)."""

@@ -68,3 +68,28 @@ def test_quantised_search_edge_cases(monkeypatch: pytest.MonkeyPatch) -> None:
     vc.put_many([("c", np.array([3.0, 4.0]), 0)])
     [(key, score)] = vc.search(np.array([3.0, 4.0]), 1)
     assert key == "c" and score == pytest.approx(1.0)
+
+
+def test_bulk_and_single_puts_store_the_same_rows() -> None:
+    rng = np.random.default_rng(7)
+    rows = rng.standard_normal((500, 16)) * rng.uniform(0.1, 10, (500, 1))
+    rows[3] = 0.0  # a zero vector stays zero and never matches
+    bulk, single = VectorCache(), VectorCache()
+    bulk.put_many((str(i), rows[i], i % 3) for i in range(500))
+    for i in range(500):
+        single.put_many([(str(i), rows[i], i % 3)])
+    bulk.put_many([("7", rows[8], 1), ("new", rows[9], 2), ("new", rows[10], 0)])  # last wins
+    single.put_many([("7", rows[8], 1), ("new", rows[10], 0)])
+    assert len(bulk) == len(single) == 501
+    for key in ["0", "3", "7", "new", "499"]:
+        assert np.allclose(bulk.vector(key), single.vector(key), atol=1e-5)
+    query = rows[10]
+    for label in (None, 0, 2):
+        got = bulk.search(query, 5, label)
+        want = single.search(query, 5, label)
+        assert [k for k, _ in got] == [k for k, _ in want]
+        final = {str(i): rows[i] for i in range(500)} | {"7": rows[8], "new": rows[10]}
+        for key, score in got:
+            v = final[key]
+            cosine = float(v @ query / (np.linalg.norm(v) * np.linalg.norm(query)))
+            assert score == pytest.approx(cosine, abs=1e-5)
