@@ -36,12 +36,14 @@ if TYPE_CHECKING:
 
 log = get_logger(__name__)
 
-#: Records per ``import_records`` call. Larger batches were 35 % faster on Kùzu, but
-#: Kùzu 0.11's backend then lost a few CoOccurs edges (2 of 95,290 at 20,000 per call),
-#: so the verified size is kept until that is fixed.
-IMPORT_BATCH = 1_000
+#: Records per ``import_records`` call (an engram comes with ~15 link, association and
+#: co-occurrence records). Kùzu checkpoints on every commit, at a cost that grows with
+#: the store, so few large calls restore much faster than many small ones. (Batches of
+#: 20,000 once lost CoOccurs edges on Kùzu; its import now finds existing edges first
+#: and COPYs the rest, and bench/backup.py checks the round trip hash.)
+IMPORT_BATCH = 20_000
 #: Engrams (the large records: content and vector) flush at this count at the latest.
-ENGRAM_BATCH = 1_000
+ENGRAM_BATCH = 2_000
 EMBED_BATCH = 256
 
 
