@@ -193,7 +193,9 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             ts = row["created_at"]
             assoc_rows = [self._assoc_row(a) for a in associations]
             with self._errors(), self._write() as conn:
-                if self.mirror is not None and all(r["a"] == engram.id for r in assoc_rows):
+                if self.mirror is not None and all(
+                    r["a"] == engram.id != r["b"] for r in assoc_rows
+                ):
                     pending = self._store_in_one(conn, row, new_cues, ids, assoc_rows)
                 else:
                     self._exec(conn, ENGRAM_CREATE_ONE, row)
@@ -226,12 +228,13 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         assoc_rows: list[dict[str, Any]],
     ) -> bool:
         """Everything of one memory in one statement (mirror on: association targets are
-        checked against it). Returns whether a pending co-occurrence row was written."""
+        checked against it; none is the new engram itself). Returns whether a pending
+        co-occurrence row was written."""
         mirror = self.mirror
         assert mirror is not None
         fresh = {c.id for c in new_cues}
         # A new engram has no edges yet, so CREATE (not MERGE); the last row per target wins.
-        targets = {r["b"]: r for r in assoc_rows if r["b"] in mirror.rows or r["b"] == row["id"]}
+        targets = {r["b"]: r for r in assoc_rows if r["b"] in mirror.rows}
         known = [i for i in ids if i not in fresh]
         statement = store_statement(bool(new_cues), bool(known), len(ids) > 1, len(targets))
         params = store_parameters(

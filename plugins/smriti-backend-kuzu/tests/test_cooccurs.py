@@ -129,3 +129,16 @@ def test_every_shape_of_one_statement_store(
     want = {(a.id, b.id) for a in cues for b in cues if a != b}
     want |= {(old_cues[0].id, old_cues[1].id), (old_cues[1].id, old_cues[0].id)}
     assert {(c.source_id, c.target_id) for c in store.iter_cooccurrences()} == want
+
+
+def test_an_association_to_itself_takes_the_statement_by_statement_path(
+    kuzu_factory: Factory,
+) -> None:
+    from smriti.model import Association
+
+    backend = kuzu_factory("alice")
+    backend.add_memory(build.engram(1), [], [])
+    edges = [Association("e00002", "e00002", 0.5), Association("e00002", "e00001", 0.7)]
+    backend.add_memory(build.engram(2), [build.cue("x")], edges)
+    got = {(a.source_id, a.target_id) for a in backend.iter_associations()}
+    assert got == {("e00002", "e00002"), ("e00002", "e00001")}
