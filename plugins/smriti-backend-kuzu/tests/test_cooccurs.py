@@ -103,10 +103,8 @@ def test_failed_store_records_nothing(kuzu_factory: Factory) -> None:
 @pytest.mark.parametrize("new", [0, 1, 3])
 @pytest.mark.parametrize("known", [0, 1, 2])
 @pytest.mark.parametrize("targets", [0, 1, 3])
-def test_every_shape_of_one_statement_store(
-    kuzu_factory: Factory, new: int, known: int, targets: int
-) -> None:
-    """The single-statement store writes exactly what the memory holds, in every shape."""
+def test_every_shape_of_store(kuzu_factory: Factory, new: int, known: int, targets: int) -> None:
+    """A store writes exactly what the memory holds: new and known cues, pairs, targets."""
     from smriti.model import Association
 
     backend = kuzu_factory("alice")
@@ -131,9 +129,7 @@ def test_every_shape_of_one_statement_store(
     assert {(c.source_id, c.target_id) for c in store.iter_cooccurrences()} == want
 
 
-def test_an_association_to_itself_takes_the_statement_by_statement_path(
-    kuzu_factory: Factory,
-) -> None:
+def test_an_association_to_itself_is_stored(kuzu_factory: Factory) -> None:
     from smriti.model import Association
 
     backend = kuzu_factory("alice")
