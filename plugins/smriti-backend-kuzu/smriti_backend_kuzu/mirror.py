@@ -341,16 +341,6 @@ class GraphMirror:
                         found[(src, dst)] = Association(src, dst, strength, rel, created)
         return list(found.values())
 
-    def recent(self, limit: int, memory_type: str | None) -> list[str]:
-        with self.lock:
-            items = (
-                (row[6], row[5], key)
-                for key, row in self.rows.items()
-                if memory_type is None or row[2] == memory_type
-            )
-            best = heapq.nsmallest(limit, items, key=_recent_key)
-        return [key for _, _, key in best]
-
 
 def stored_time(value: datetime | None) -> datetime | None:
     """A timestamp as Kùzu gives it back (aware UTC); None stays None."""
@@ -359,8 +349,3 @@ def stored_time(value: datetime | None) -> datetime | None:
 
 def _same(value: datetime | None) -> datetime | None:
     return value
-
-
-def _recent_key(item: tuple[object, object, str]) -> tuple[float, float, str]:
-    last, created, key = item
-    return (-last.timestamp(), -created.timestamp(), key)  # type: ignore[attr-defined]

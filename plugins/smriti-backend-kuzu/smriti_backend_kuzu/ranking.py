@@ -59,21 +59,27 @@ class TopByImportance:
             if len(entries) > max(self.CAP, members_before):
                 entries.pop()
 
-    def restrengthened(self, cue: str, key: str, strength: float) -> None:
-        """The link of member ``key`` to ``cue`` has a new strength."""
-        entries = self.lists.get(cue)
-        for i, (neg, other, _) in enumerate(entries or ()):
-            if other == key:
-                entries[i] = (neg, key, strength)  # type: ignore[index]
-                return
-
-    def removed(self, cue: str, key: str) -> None:
-        """``key`` is no longer a member of ``cue``."""
+    def _find(self, cue: str, key: str) -> tuple[list[Entry], int] | None:
+        """The cached list of ``cue`` and the position of ``key`` in it, if both exist."""
         entries = self.lists.get(cue)
         for i, (_, other, _) in enumerate(entries or ()):
             if other == key:
-                del entries[i]  # type: ignore[union-attr]
-                return
+                return entries, i  # type: ignore[return-value]
+        return None
+
+    def restrengthened(self, cue: str, key: str, strength: float) -> None:
+        """The link of member ``key`` to ``cue`` has a new strength."""
+        found = self._find(cue, key)
+        if found is not None:
+            entries, i = found
+            entries[i] = (entries[i][0], key, strength)
+
+    def removed(self, cue: str, key: str) -> None:
+        """``key`` is no longer a member of ``cue``."""
+        found = self._find(cue, key)
+        if found is not None:
+            entries, i = found
+            del entries[i]
 
     def reranked(
         self, cue: str, key: str, strength: float, importance: float, members: int

@@ -244,9 +244,9 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
     def update_engrams(self, updates: Sequence[EngramUpdate]) -> None:
         """Apply partial updates: updates changing the same fields share one statement.
 
-        Small groups (recall strengthens a handful) are applied one engram at a time by
-        primary key; large ones (consolidation) by one ``UNWIND`` per group and batch,
-        whose whole-table join is then amortised.
+        Small groups (recall strengthens a handful) go in one statement matching each
+        engram by primary key; groups of ``STAGED_UPDATE`` or more (consolidation) are
+        staged (COPY into a scratch table, one join); sizes in between use ``UNWIND``.
         """
         self._ensure_staging()
         for batch in batched(updates, STAGED_BATCH):
