@@ -50,8 +50,11 @@ from common import (  # noqa: E402
     write_results,
 )
 
+from smriti.portable.importer import ENGRAM_BATCH  # noqa: E402
+
 log = structlog.get_logger("bench.engine")
-IMPORT_BATCH = 5000
+#: Memories per import_records call: the batch the portable importer (restore) uses.
+IMPORT_BATCH = ENGRAM_BATCH
 #: Environment variables a run passes on to both of its processes.
 PASSED_THROUGH = ("FALKOR_", "NEO4J_", "SMRITI_KUZU")
 

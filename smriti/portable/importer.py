@@ -38,12 +38,14 @@ log = get_logger(__name__)
 
 #: Records per ``import_records`` call (an engram comes with ~15 link, association and
 #: co-occurrence records). Kùzu checkpoints on every commit, at a cost that grows with
-#: the store, so few large calls restore much faster than many small ones. (Batches of
-#: 20,000 once lost CoOccurs edges on Kùzu; its import now finds existing edges first
-#: and COPYs the rest, and bench/backup.py checks the round trip hash.)
-IMPORT_BATCH = 20_000
+#: the store (at 100k memories ~2 s per commit, most of it rewriting the cue side of the
+#: links), so few large calls restore much faster than many small ones; the records of
+#: one call are held in memory (~50 MB for 100,000 links). (Batches of 20,000 once lost
+#: CoOccurs edges on Kùzu; its import now finds existing edges first and COPYs the rest,
+#: and bench/backup.py checks the round trip hash.)
+IMPORT_BATCH = 100_000
 #: Engrams (the large records: content and vector) flush at this count at the latest.
-ENGRAM_BATCH = 2_000
+ENGRAM_BATCH = 10_000
 EMBED_BATCH = 256
 
 

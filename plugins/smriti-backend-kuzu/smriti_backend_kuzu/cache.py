@@ -88,21 +88,28 @@ class QuantisedRows:
         q_codes, q_scale = self.quantise(query[None, :])
         qs = float(q_scale[0])
         scan = simsimd.cdist(q_codes, self.codes[:n], metric="dot", threads=SCAN_THREADS)
-        dots = np.asarray(scan)[0]
-        scale = self.scale[:n]
-        approx = (dots * qs).astype(np.float32) * scale
-        bound = scale * (0.5 * float(np.abs(query).sum()) + dims * qs / 4) + 0.5 * qs * self.l1[:n]
-        upper = approx + bound + 1e-4  # covers float32 rounding of both dot products
+        # Work in units of qs (a positive constant): ``scaled * qs`` is the int8 score.
+        scaled = np.asarray(scan)[0].astype(np.float32)
+        scale, l1 = self.scale[:n], self.l1[:n]
+        scaled *= scale
         if mask is not None:
-            approx = np.where(mask, approx, -np.inf)
-            upper = np.where(mask, upper, -np.inf)
+            scaled[~mask] = -np.inf
         k = min(k, n)
-        first = np.argpartition(-approx, k - 1)[:k]
-        first = first[np.isfinite(approx[first])]
+        first = np.argpartition(scaled, n - k)[n - k :]
+        first = first[np.isfinite(scaled[first])]
         if first.size == 0:
             return []
         threshold = float((matrix[first] @ query).min())
-        check = np.flatnonzero(upper >= threshold)
+        # A row may beat the threshold only if its int8 score plus its error bound does;
+        # rows whose score is below the threshold minus the largest bound are skipped
+        # without computing their own bound.
+        per_scale = 0.5 * float(np.abs(query).sum()) + dims * qs / 4
+        per_l1 = 0.5 * qs
+        slack = 1e-4  # covers float32 rounding of both dot products
+        widest = float(scale.max()) * per_scale + per_l1 * float(l1.max())
+        near = np.flatnonzero(scaled >= (threshold - widest - slack) / qs)
+        upper = scaled[near] * qs + scale[near] * per_scale + per_l1 * l1[near] + slack
+        check = near[upper >= threshold]
         if check.size > RESCORE_MAX_SHARE * n:
             return cosine_top_k(matrix, query, k, mask)
         exact = matrix[check] @ query

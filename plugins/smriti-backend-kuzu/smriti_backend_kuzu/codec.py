@@ -29,7 +29,7 @@ def ts_in(value: datetime | None) -> datetime | None:
     """A naive UTC datetime for Kùzu (naive input is taken to be UTC already)."""
     if value is None:
         return None
-    if value.tzinfo is not None:
+    if value.tzinfo is not None and value.tzinfo is not UTC:
         value = value.astimezone(UTC)
     return value.replace(tzinfo=None)
 

@@ -17,7 +17,7 @@ import threading
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -39,9 +39,24 @@ _POS = {f: i for i, f in enumerate(FIELDS)}
 _KEY = len(FIELDS)
 
 
+#: token -> its index term ("" for a stopword); cleared when it grows past TERM_CACHE.
+_TERM_OF: dict[str, str] = {}
+TERM_CACHE = 200_000
+
+
 def index_terms(text: str) -> list[str]:
     """Terms of the lexical index: word tokens, stopwords dropped, lightly stemmed."""
-    return [stem(t) for t in tokenize(text) if t not in STOPWORDS]
+    table = _TERM_OF
+    if len(table) > TERM_CACHE:
+        table.clear()
+    terms = []
+    for token in tokenize(text):
+        term = table.get(token)
+        if term is None:
+            term = table[token] = "" if token in STOPWORDS else stem(token)
+        if term:
+            terms.append(term)
+    return terms
 
 
 class TextIndex:
@@ -344,7 +359,9 @@ class GraphMirror:
 
 def stored_time(value: datetime | None) -> datetime | None:
     """A timestamp as Kùzu gives it back (aware UTC); None stays None."""
-    return None if value is None else ts_out(ts_in(value))
+    if value is None or value.tzinfo is UTC:
+        return value
+    return ts_out(ts_in(value))
 
 
 def _same(value: datetime | None) -> datetime | None:

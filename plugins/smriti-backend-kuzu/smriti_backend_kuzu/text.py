@@ -17,7 +17,7 @@ MAX_QUERY_TOKENS = 32
 
 def tokenize(text: str) -> list[str]:
     """Lower-cased word tokens of ``text`` (underscores split words too)."""
-    return [t for t in _WORD.findall(text.lower().replace("_", " ")) if t]
+    return _WORD.findall(text.lower().replace("_", " "))
 
 
 def query_tokens(query: str) -> list[str]:

@@ -211,7 +211,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             if self.mirror is not None:
                 self.mirror.put_engram(engram, self.label(engram.memory_type))
                 self.mirror.put_links((engram.id, cid, 1.0) for cid in ids)
-                self.mirror.put_associations(_assoc_from_rows(assoc_rows))
+                self.mirror.put_associations(_assoc_from_rows(assoc_rows), stored=True)
             self._count_pending(pending)
         return StoredMemory(engram=engram, cues=stored_cues)
 
@@ -408,7 +408,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                     self.mirror.put_engram(e, self.label(e.memory_type))
                 known = set(self.cues_by_id)
                 self.mirror.put_links((r["e"], r["c"], r["s"]) for r in lrows if r["c"] in known)
-                self.mirror.put_associations(_assoc_from_rows(arows))
+                self.mirror.put_associations(_assoc_from_rows(arows), stored=True)
 
     def _existing(self, conn: Any, table: str, known: set[str], ids: list[str]) -> set[str]:
         """``known`` plus those of ``ids`` that exist in ``table`` (mirror first)."""
@@ -623,6 +623,8 @@ def _csv_column(values: list[Any]) -> list[Any]:
     """``_csv_value`` of each value, with fast paths for all-number and all-timestamp
     columns (an import writes a million link rows sharing one timestamp)."""
     kinds = {type(v) for v in values} - {type(None)}
+    if kinds == {str} and None not in values:
+        return values  # the csv writer quotes what needs quoting
     if kinds <= {float, int}:
         return ["" if v is None else repr(v) for v in values]
     if kinds == {datetime}:
