@@ -312,6 +312,7 @@ class KuzuBackend(CoOccursMixin, WritesMixin, QueriesMixin, StorageBackend):
             mirror.put_links((r[0], r[1], float(r[2])) for r in rows)
         for rows in self._by_offset("(a:Engram)-[r:AssociatedWith]->(b:Engram)", "a", ASSOC_FIELDS):
             mirror.put_associations(map(association_from_row, rows), stored=True)
+        mirror.rank_hubs()
         self.engram_cache, self.mirror = cache, mirror
 
     def db_size_hint(self) -> int:

@@ -332,6 +332,19 @@ class GraphMirror:
             rows = self.rows
             return self.ranking.best(cue, limit, members, lambda k: rows[k][3])  # type: ignore[arg-type,return-value]
 
+    def rank_hubs(self) -> None:
+        """Compute the importance lists of every cue with more members than a list holds.
+
+        Called once the mirror is loaded, so the first recalls through a hub cue after
+        opening do not pay for sorting its members (~15 ms for 48,000 at 100k memories);
+        smaller cues are computed when first asked for, at little cost.
+        """
+        with self.lock:
+            rows, cap = self.rows, self.ranking.CAP
+            for cue, members in self.c2e.items():
+                if len(members) > cap:
+                    self.ranking.best(cue, cap, members, lambda k: rows[k][3])  # type: ignore[arg-type]
+
     def degree(self, cue: str) -> int:
         return len(self.c2e.get(cue, ()))
 

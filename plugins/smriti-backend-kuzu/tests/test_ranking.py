@@ -52,3 +52,30 @@ def test_random_changes_keep_the_lists_exact(seed: int) -> None:
         limit = rng.choice([1, 3, 8, 20])
         got = ranking.best(cue, limit, members[cue], importance.__getitem__)
         assert got == brute(members[cue], importance, limit), f"step {step}"
+
+
+def test_hub_lists_are_computed_when_the_mirror_is_loaded() -> None:
+    from datetime import UTC, datetime
+
+    from smriti_backend_kuzu.mirror import GraphMirror
+
+    from smriti.model import Engram
+
+    mirror = GraphMirror()
+    cap = mirror.ranking.CAP
+    rng = random.Random(3)
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    importance = {f"e{i:04d}": round(rng.random(), 2) for i in range(cap * 3)}
+    for key, value in importance.items():
+        mirror.put_engram(Engram(id=key, content=key, summary=key, memory_type="semantic",
+                                 importance=value, created_at=now,
+                                 last_accessed_at=now), 0)  # fmt: skip
+    hub = {key: 1.0 for key in importance}
+    small = {key: 1.0 for key in list(importance)[:3]}
+    mirror.put_links([(k, "hub", 1.0) for k in hub] + [(k, "small", 1.0) for k in small])
+    assert mirror.ranking.lists == {}
+    mirror.rank_hubs()
+    assert set(mirror.ranking.lists) == {"hub"}  # small cues are left for first use
+    assert len(mirror.ranking.lists["hub"]) == cap
+    assert mirror.engrams_for_cue("hub", 10) == brute(hub, importance, 10)
+    assert mirror.engrams_for_cue("small", 10) == brute(small, importance, 10)
