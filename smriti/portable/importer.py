@@ -40,7 +40,7 @@ log = get_logger(__name__)
 #: co-occurrence records). Kùzu checkpoints on every commit, at a cost that grows with
 #: the store (at 100k memories ~2 s per commit, most of it rewriting the cue side of the
 #: links), so few large calls restore much faster than many small ones; the records of
-#: one call are held in memory (~50 MB for 100,000 links). (Batches of 20,000 once lost
+#: one call are held in memory (tens of MB for 100,000 links). (Batches of 20,000 once lost
 #: CoOccurs edges on Kùzu; its import now finds existing edges first and COPYs the rest,
 #: and bench/backup.py checks the round trip hash.)
 IMPORT_BATCH = 100_000
