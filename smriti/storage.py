@@ -16,8 +16,8 @@ applied before the ``k`` cut.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, ClassVar
 
@@ -47,6 +47,12 @@ class StoredMemory:
 
     engram: Engram
     cues: list[Cue]
+    #: AssociatedWith edges passed in (for ``add_memory_with_search``: found by the search).
+    associations: int = 0
+
+
+#: A search for a new memory's associations: (edges from it, the cluster it joins).
+AssociationSearch = Callable[[], tuple[Sequence[Association], int]]
 
 
 class StorageBackend(ABC):
@@ -129,6 +135,21 @@ class StorageBackend(ABC):
         AssociatedWith edges from ``engram.id``, skipping targets that no longer exist.
         Returns the engram and the cues as stored (existing ids for merged cues).
         """
+
+    def add_memory_with_search(
+        self, engram: Engram, cues: Sequence[Cue], search: AssociationSearch
+    ) -> StoredMemory:
+        """``add_memory`` with the associations and cluster that ``search()`` returns.
+
+        The engine's store pipeline calls this. The default runs ``search`` first, then
+        ``add_memory`` with ``engram`` in the returned cluster; a backend may instead run
+        the search while it writes the rest of the memory, as long as the result is the
+        same and still atomic: an exception from ``search`` stores nothing. The returned
+        engram carries the cluster; ``associations`` counts the edges passed on.
+        """
+        edges, cluster = search()
+        stored = self.add_memory(replace(engram, cluster_id=cluster), cues, edges)
+        return replace(stored, associations=len(edges))
 
     @abstractmethod
     def update_engrams(self, updates: Sequence[EngramUpdate]) -> None:

@@ -82,7 +82,6 @@ def store(
     extraction = engine.extractor.extract(text)
     refs = clean_cues(extraction.cues, tag_list)
     vector, cues = embed_memory(engine, text, refs)
-    associations, cluster = associate(engine, vector)
 
     now = utcnow()
     memory_type = extraction.memory_type if extraction.memory_type in MEMORY_TYPES else "semantic"
@@ -97,12 +96,18 @@ def store(
         embedding=vector,
         source=origin,
         tags=tag_list,
-        cluster_id=cluster,
+        cluster_id=UNASSIGNED_CLUSTER,
     )
-    edges = [Association(engram.id, target, sim, "semantic", now) for target, sim in associations]
-    stored = engine.backend.add_memory(engram, cues, edges)
+
+    def search() -> tuple[list[Association], int]:
+        found, cluster = associate(engine, vector)
+        edges = [Association(engram.id, target, sim, "semantic", now) for target, sim in found]
+        return edges, cluster
+
+    # The backend may run the search while it writes the rest of the memory.
+    stored = engine.backend.add_memory_with_search(engram, cues, search)
     engine.after_write(stored.cues)
-    return StoreOutcome(stored.engram, stored.cues, len(edges))
+    return StoreOutcome(stored.engram, stored.cues, stored.associations)
 
 
 def embed_memory(engine: Engine, text: str, refs: list[CueRef]) -> tuple[np.ndarray, list[Cue]]:

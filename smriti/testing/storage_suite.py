@@ -243,6 +243,46 @@ class StorageBackendTests:
         self.store(backend, engram, [build.cue("fine")])  # the store still works
         assert backend.count_engrams() == 1
 
+    def test_add_memory_with_search_stores_what_the_search_found(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        self.store(backend, build.engram(1).with_changes(cluster_id=7))
+        engram = build.engram(2)
+        found = [Association(engram.id, "e00001", 0.8), Association(engram.id, "gone", 0.7)]
+        stored = backend.add_memory_with_search(engram, [build.cue("fine")], lambda: (found, 7))
+        assert stored.engram.cluster_id == 7
+        assert stored.associations == 2
+        [got] = backend.get_engrams([engram.id])
+        assert_engram_equal(got, engram.with_changes(cluster_id=7))
+        assert [(a.source_id, a.target_id) for a in backend.iter_associations()] == [
+            (engram.id, "e00001")
+        ]
+        assert backend.counts()["links"] == 1
+        # A cluster with no surviving association target is still recorded.
+        lone = build.engram(3)
+        stored = backend.add_memory_with_search(
+            lone, [], lambda: ([Association(lone.id, "gone", 0.9)], 4)
+        )
+        [got] = backend.get_engrams([lone.id])
+        assert got.cluster_id == stored.engram.cluster_id == 4
+        assert backend.counts()["associations"] == 1
+
+    def test_add_memory_with_search_failure_leaves_nothing(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        def broken() -> tuple[list[Association], int]:
+            raise ValueError("search failed")
+
+        engram = build.engram(1)
+        with pytest.raises(ValueError, match="search failed"):
+            backend.add_memory_with_search(engram, [build.cue("fine")], broken)
+        assert backend.count_engrams() == 0
+        assert all(v == 0 for v in backend.counts().values()), backend.counts()
+        assert backend.vector_search(engram.embedding, 5) == []
+        stored = backend.add_memory_with_search(engram, [build.cue("fine")], lambda: ([], -1))
+        assert stored.engram.cluster_id == -1
+        assert backend.count_engrams() == 1
+
     # -- updates and deletes ------------------------------------------------------------
     def test_update_engrams_is_partial(self, backend: StorageBackend, build: GraphBuilder) -> None:
         engram = build.engram(1)

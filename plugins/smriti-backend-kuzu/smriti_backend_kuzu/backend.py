@@ -15,6 +15,7 @@ import os
 import threading
 import warnings
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import ModuleType
@@ -106,6 +107,8 @@ class KuzuBackend(CoOccursMixin, WritesMixin, QueriesMixin, StorageBackend):
         self.vector_index_dims: int | None = None
         self._staging_ready = False
         self._pending = 0
+        self._worker: ThreadPoolExecutor | None = None
+        self._worker_lock = threading.Lock()
 
     @classmethod
     def from_settings(cls, settings: Settings, user: str) -> KuzuBackend:
@@ -181,6 +184,10 @@ class KuzuBackend(CoOccursMixin, WritesMixin, QueriesMixin, StorageBackend):
             self.cue_cache.clear()
             self.cues_by_key.clear()
             self.cues_by_id.clear()
+        with self._worker_lock:
+            if self._worker is not None:
+                self._worker.shutdown(wait=True)
+                self._worker = None
 
     # -- connections and transactions ---------------------------------------------------
     def _conn(self) -> Any:

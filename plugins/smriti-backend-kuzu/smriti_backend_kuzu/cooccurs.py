@@ -3,7 +3,8 @@
 Bumping the CoOccurs edges of a 12-cue memory (132 directed pairs) in place costs Kùzu
 0.11.3 ~8 ms at 100k memories: the edges of hub cues are scanned to find the pairs,
 and each property update is a random write. So ``add_memory`` only records the
-memory's cue ids, in the same transaction, as one ``CoOccursPending`` row (~0.2 ms).
+memory's cue ids, in the same transaction, as one ``CoOccursPending`` row (created with
+the engram, in the same statement).
 ``fold_cooccurrences`` turns every pending row into edge updates at once: one COPY of
 the summed deltas into ``CoOccursStage``, one join that adds them to the existing
 edges, one COPY that creates the missing ones (~1.5 ms per memory for 2,000 pending).
@@ -31,7 +32,6 @@ log = get_logger(__name__)
 
 #: Pending memories that trigger a fold on the next store.
 FOLD_PENDING = 1000
-PENDING_CREATE = "CREATE (:CoOccursPending {cues: $cues})"
 
 
 class CoOccursMixin(_Self):  # type: ignore[misc,valid-type]
@@ -40,13 +40,6 @@ class CoOccursMixin(_Self):  # type: ignore[misc,valid-type]
     def _load_pending(self) -> None:
         """How many memories wait to be folded (read at open)."""
         self._pending = int(self._q("MATCH (p:CoOccursPending) RETURN count(p)")[0][0])
-
-    def _record_pending(self, conn: Any, cue_ids: list[str]) -> bool:
-        """Record one memory's cues inside its transaction; False when there is no pair."""
-        if len(cue_ids) < 2:
-            return False
-        self._exec(conn, PENDING_CREATE, {"cues": cue_ids})
-        return True
 
     def _count_pending(self, recorded: bool) -> None:
         """After a committed store: fold once ``FOLD_PENDING`` memories are waiting."""

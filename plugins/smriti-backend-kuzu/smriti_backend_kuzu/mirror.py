@@ -59,6 +59,11 @@ def index_terms(text: str) -> list[str]:
     return terms
 
 
+def document_terms(e: Engram) -> Counter[str]:
+    """Term frequencies of an engram in the text index: content, summary and tags."""
+    return Counter(index_terms(f"{e.content} {e.summary} {' '.join(str(t) for t in e.tags)}"))
+
+
 class TextIndex:
     """BM25 (k1 1.2, b 0.75) over documents with append-only postings and tombstones."""
 
@@ -77,9 +82,8 @@ class TextIndex:
         self.alive = bytearray()
         self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
-    def add(self, key: str, text: str, label: int) -> None:
+    def add(self, key: str, terms: Counter[str], label: int) -> None:
         self.remove(key)
-        terms = Counter(index_terms(text))
         doc = len(self.ids)
         self.doc_of[key] = doc
         self.ids.append(key)
@@ -215,9 +219,12 @@ class GraphMirror:
         self.ranking = TopByImportance()
 
     # -- engrams ------------------------------------------------------------------------
-    def put_engram(self, e: Engram, label: int, stored: bool = False) -> None:
+    def put_engram(
+        self, e: Engram, label: int, stored: bool = False, terms: Counter[str] | None = None
+    ) -> None:
         """Insert or replace the row of ``e`` (timestamps as stored: microseconds, UTC;
-        ``stored`` says they already are, having been read from the store)."""
+        ``stored`` says they already are, having been read from the store). ``terms``
+        are its ``document_terms`` when the caller computed them already."""
         as_stored = _same if stored else stored_time
         with self.lock:
             old = self.rows.get(e.id)
@@ -230,7 +237,7 @@ class GraphMirror:
             ]  # fmt: skip
             self.rows[e.id] = row
             if old is None or old[:2] != row[:2] or old[9] != row[9]:
-                self.text.add(e.id, f"{e.content} {e.summary} {' '.join(row[9])}", label)  # type: ignore[arg-type]
+                self.text.add(e.id, document_terms(e) if terms is None else terms, label)
             else:
                 self.text.set_label(e.id, label)
             if old is not None and old[3] != row[3]:

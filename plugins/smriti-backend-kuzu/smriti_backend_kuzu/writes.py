@@ -10,7 +10,10 @@ from __future__ import annotations
 import csv
 import os
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import replace
 from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -29,7 +32,7 @@ from smriti.model import (
     normalise_cue_name,
     utcnow,
 )
-from smriti.storage import StoredMemory, batched
+from smriti.storage import AssociationSearch, StoredMemory, batched
 from smriti_backend_kuzu.codec import (
     ENGRAM_CREATE,
     ENGRAM_CREATE_ONE,
@@ -41,6 +44,7 @@ from smriti_backend_kuzu.codec import (
     vec_literal,
     vec_out,
 )
+from smriti_backend_kuzu.mirror import document_terms
 
 if TYPE_CHECKING:
     from smriti_backend_kuzu.backend import KuzuBackend as _Self
@@ -100,21 +104,38 @@ def _update_statement(fields: tuple[str, ...], n: int) -> str:
 
 
 @lru_cache(maxsize=128)
-def _assoc_statement(n: int) -> str:
-    """AssociatedWith edges from ``$a`` to ``$b0..`` (all known to exist)."""
+def _assoc_statement(n: int, set_cluster: bool = False) -> str:
+    """AssociatedWith edges from ``$a`` to ``$b0..`` (all known to exist), and when
+    ``set_cluster`` the cluster ``$c`` of ``$a``."""
     match = ", ".join(["(a:Engram {id: $a})", *(f"(b{i}:Engram {{id: $b{i}}})" for i in range(n))])
     edges = ", ".join(
         f"(a)-[:AssociatedWith {{strength: $s{i}, relation_type: $t{i}, created_at: $ts{i}}}]->"
         f"(b{i})"
         for i in range(n)
     )
-    return f"MATCH {match} CREATE {edges}"
+    cluster = " SET a.cluster_id = $c" if set_cluster else ""
+    return f"MATCH {match}{cluster} CREATE {edges}"
 
 
+@lru_cache(maxsize=64)
+def _memory_nodes(new_cues: int, pending: bool) -> str:
+    """One CREATE of a new memory's nodes: the engram, ``new_cues`` cues (parameters
+    ``$c0_id``, ``$c0_name``...), and its CoOccursPending row (``$pending``) if any."""
+    nodes = [ENGRAM_CREATE_ONE.removeprefix("CREATE ")]
+    nodes += [
+        f"(:Cue {{id: $c{i}_id, name: $c{i}_name, cue_type: $c{i}_cue_type, "
+        f"embedding: $c{i}_embedding}})"
+        for i in range(new_cues)
+    ]
+    if pending:
+        nodes.append("(:CoOccursPending {cues: $pending})")
+    return "CREATE " + ", ".join(nodes)
+
+
+ENGRAM_SET_CLUSTER = "MATCH (e:Engram {id: $id}) SET e.cluster_id = $c"
 _CUE_CREATE_ROW = (
     "CREATE (:Cue {id: r.id, name: r.name, cue_type: r.cue_type, embedding: r.embedding})"
 )
-_CUE_CREATE = "UNWIND $rows AS r " + _CUE_CREATE_ROW
 _CUE_SET = "e.name = r.name, e.cue_type = r.cue_type, e.embedding = r.embedding"
 _UPDATABLE = ("access_count", "last_accessed_at", "decay_factor", "cluster_id", "importance")
 #: Kùzu types of the fields a staged (COPY + join) update can carry.
@@ -182,6 +203,42 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         self, engram: Engram, cues: Sequence[Cue], associations: Sequence[Association]
     ) -> StoredMemory:
         """Store one memory atomically (see StorageBackend.add_memory)."""
+        edges = list(associations)
+        return self._add_memory(engram, cues, lambda: (edges, engram.cluster_id))
+
+    def add_memory_with_search(
+        self, engram: Engram, cues: Sequence[Cue], search: AssociationSearch
+    ) -> StoredMemory:
+        """Run ``search`` on a worker thread while the engram, cues and links are written.
+
+        The search reads only the in-process caches, and Kùzu and the int8 scan both
+        release the GIL, so the two overlap; the associations and the cluster are written
+        last, in the same transaction. Without the caches (too large a store for
+        ``KUZU_CACHE_MB``) the search would query Kùzu, so it runs first instead.
+        """
+        if self.mirror is None or self.engram_cache is None:
+            return super().add_memory_with_search(engram, cues, search)
+        future = self.worker().submit(search)
+        try:
+            return self._add_memory(engram, cues, future.result)
+        finally:
+            wait([future])  # a failed write must not leave the search running on
+
+    def worker(self) -> ThreadPoolExecutor:
+        """A thread for work that overlaps a write: a store's association search, an
+        import's index terms."""
+        with self._worker_lock:
+            if self._worker is None:
+                self._worker = ThreadPoolExecutor(1, thread_name_prefix="smriti-kuzu")
+            return self._worker
+
+    def _add_memory(
+        self,
+        engram: Engram,
+        cues: Sequence[Cue],
+        found: Callable[[], tuple[Sequence[Association], int]],
+    ) -> StoredMemory:
+        """Write ``engram`` and ``cues``, then the edges and cluster ``found()`` returns."""
         vector = None if engram.embedding is None else as_vector(engram.embedding)
         if vector is not None and self.engram_cache is not None:
             self.engram_cache.check_dims(vector)
@@ -190,19 +247,27 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             stored_cues, new_cues = self._resolve_cues(cues)
             ids = [c.id for c in stored_cues]
             ts = row["created_at"]
-            assoc_rows = [self._assoc_row(a) for a in associations]
             with self._errors(), self._write() as conn:
-                # Separate statements: one statement for all of it (per shape) measured
-                # slower at 100k (add_memory p50 6.9-9.8 ms against 5.7-6.1 ms).
-                self._exec(conn, ENGRAM_CREATE_ONE, row)
-                if new_cues:
-                    rows = [cue_params(c) for c in new_cues]
-                    self._exec(conn, _CUE_CREATE, {"rows": rows})
+                # The new nodes (engram, new cues, the CoOccursPending row) in one
+                # CREATE: 0.9 ms less per store at 100k than three statements. Links and
+                # associations stay separate: one statement with their MATCHes measured
+                # slower (add_memory p50 6.9-9.8 ms against 5.7-6.1 ms).
+                pending = len(ids) >= 2
+                params = dict(row)
+                if pending:
+                    params["pending"] = ids
+                for i, c in enumerate(new_cues):
+                    params.update({f"c{i}_{k}": v for k, v in cue_params(c).items()})
+                self._exec(conn, _memory_nodes(len(new_cues), pending), params)
                 if ids:
                     self._exec(conn, _LINK, {"e": engram.id, "cs": ids, "ts": ts})
-                pending = self._record_pending(conn, ids)
-                if assoc_rows:
-                    self._add_associations(conn, engram.id, assoc_rows)
+                edges, cluster = found()
+                assoc_rows = [self._assoc_row(a) for a in edges]
+                moved = None if cluster == engram.cluster_id else int(cluster)
+                if assoc_rows or moved is not None:
+                    self._add_associations(conn, engram.id, assoc_rows, moved)
+                if moved is not None:
+                    engram = replace(engram, cluster_id=moved)
                 if vector is not None and self.vector_index_dims == vector.shape[0]:
                     self._index_vectors(conn, [(engram.id, vector)])
             self.remember_cues(new_cues)
@@ -213,22 +278,32 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                 self.mirror.put_links((engram.id, cid, 1.0) for cid in ids)
                 self.mirror.put_associations(_assoc_from_rows(assoc_rows), stored=True)
             self._count_pending(pending)
-        return StoredMemory(engram=engram, cues=stored_cues)
+        return StoredMemory(engram=engram, cues=stored_cues, associations=len(edges))
 
-    def _add_associations(self, conn: Any, source: str, rows: list[dict[str, Any]]) -> None:
-        """AssociatedWith edges of a new engram to existing targets (missing ones skipped)."""
+    def _add_associations(
+        self, conn: Any, source: str, rows: list[dict[str, Any]], cluster: int | None = None
+    ) -> None:
+        """AssociatedWith edges of a new engram to existing targets (missing ones skipped),
+        and its cluster when ``cluster`` is given (in the same statement when possible)."""
         mirror = self.mirror
         if mirror is None or any(r["a"] != source for r in rows):
-            self._exec(conn, _ASSOC, {"rows": rows})
+            if rows:
+                self._exec(conn, _ASSOC, {"rows": rows})
+            if cluster is not None:
+                self._exec(conn, ENGRAM_SET_CLUSTER, {"id": source, "c": cluster})
             return
         # A new engram has no edges yet, so CREATE (not MERGE); the last row per target wins.
         targets = {r["b"]: r for r in rows if r["b"] in mirror.rows or r["b"] == source}
         if not targets:
+            if cluster is not None:
+                self._exec(conn, ENGRAM_SET_CLUSTER, {"id": source, "c": cluster})
             return
         params: dict[str, Any] = {"a": source}
+        if cluster is not None:
+            params["c"] = cluster
         for i, r in enumerate(targets.values()):
             params.update({f"b{i}": r["b"], f"s{i}": r["s"], f"t{i}": r["t"], f"ts{i}": r["ts"]})
-        self._exec(conn, _assoc_statement(len(targets)), params)
+        self._exec(conn, _assoc_statement(len(targets), cluster is not None), params)
 
     @staticmethod
     def _assoc_row(a: Association) -> dict[str, Any]:
@@ -402,10 +477,15 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                     self._unindex_vectors(conn, [key for key, _ in vectors])
                     dims = self.vector_index_dims
                     self._index_vectors(conn, [(k, v) for k, v in vectors if v.shape[0] == dims])
+                # Kùzu commits on one thread with the GIL released (0.5-3 s a batch at
+                # 100k), so the text index terms are computed on the other core meanwhile.
+                terms = (
+                    self.worker().submit(_terms_of, engrams) if self.mirror is not None else None
+                )
             self._after_import(engrams, cues, vectors)
-            if self.mirror is not None:
-                for e in engrams:
-                    self.mirror.put_engram(e, self.label(e.memory_type))
+            if self.mirror is not None and terms is not None:
+                for e, counts in zip(engrams, terms.result(), strict=True):
+                    self.mirror.put_engram(e, self.label(e.memory_type), terms=counts)
                 known = set(self.cues_by_id)
                 self.mirror.put_links((r["e"], r["c"], r["s"]) for r in lrows if r["c"] in known)
                 self.mirror.put_associations(_assoc_from_rows(arows), stored=True)
@@ -600,6 +680,10 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             self._exec(
                 self._conn(), "MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value}
             )
+
+
+def _terms_of(engrams: Sequence[Engram]) -> list[Counter[str]]:
+    return [document_terms(e) for e in engrams]
 
 
 def _assoc_from_rows(rows: Iterable[dict[str, Any]]) -> Iterator[Association]:
