@@ -351,7 +351,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--sizes", default="1k,10k", help="comma-separated sizes (1k,10k,100k)")
     p.add_argument("--backends", default="", help="comma-separated names (default: installed)")
     p.add_argument("--queries", type=int, default=100, help="recall/search/list calls per run")
-    p.add_argument("--stores", type=int, default=50, help="store calls per run")
+    p.add_argument("--stores", type=int, default=200, help="store calls per run")
     p.add_argument("--start-servers", action="store_true", help="start FalkorDB and Neo4j")
     p.add_argument("--profile", action="store_true", help="pyinstrument profile of recall")
     p.add_argument("--out", type=Path, default=None, help="JSON output path")

@@ -117,19 +117,15 @@ def _assoc_statement(n: int, set_cluster: bool = False) -> str:
     return f"MATCH {match}{cluster} CREATE {edges}"
 
 
-@lru_cache(maxsize=64)
-def _memory_nodes(new_cues: int, pending: bool) -> str:
-    """One CREATE of a new memory's nodes: the engram, ``new_cues`` cues (parameters
-    ``$c0_id``, ``$c0_name``...), and its CoOccursPending row (``$pending``) if any."""
+@lru_cache(maxsize=8)
+def _memory_nodes(cues: bool, pending: bool) -> str:
+    """One statement creating a new memory's nodes: the engram, its CoOccursPending row
+    (``$pending``) if any, and its new cues (``$rows``) if any."""
     nodes = [ENGRAM_CREATE_ONE.removeprefix("CREATE ")]
-    nodes += [
-        f"(:Cue {{id: $c{i}_id, name: $c{i}_name, cue_type: $c{i}_cue_type, "
-        f"embedding: $c{i}_embedding}})"
-        for i in range(new_cues)
-    ]
     if pending:
         nodes.append("(:CoOccursPending {cues: $pending})")
-    return "CREATE " + ", ".join(nodes)
+    statement = "CREATE " + ", ".join(nodes)
+    return statement + " WITH 1 AS one UNWIND $rows AS r " + _CUE_CREATE_ROW if cues else statement
 
 
 ENGRAM_SET_CLUSTER = "MATCH (e:Engram {id: $id}) SET e.cluster_id = $c"
@@ -256,9 +252,9 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                 params = dict(row)
                 if pending:
                     params["pending"] = ids
-                for i, c in enumerate(new_cues):
-                    params.update({f"c{i}_{k}": v for k, v in cue_params(c).items()})
-                self._exec(conn, _memory_nodes(len(new_cues), pending), params)
+                if new_cues:
+                    params["rows"] = [cue_params(c) for c in new_cues]
+                self._exec(conn, _memory_nodes(bool(new_cues), pending), params)
                 if ids:
                     self._exec(conn, _LINK, {"e": engram.id, "cs": ids, "ts": ts})
                 edges, cluster = found()
