@@ -245,7 +245,8 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             ts = row["created_at"]
             with self._errors(), self._write() as conn:
                 # The new nodes (engram, new cues, the CoOccursPending row) in one
-                # CREATE: 0.9 ms less per store at 100k than three statements. Links and
+                # CREATE: 0.9 ms less per store at 100k than three statements (measured
+                # with the cues as per-cue parameters; UNWIND keeps 4 shapes). Links and
                 # associations stay separate: one statement with their MATCHes measured
                 # slower (add_memory p50 6.9-9.8 ms against 5.7-6.1 ms).
                 pending = len(ids) >= 2
