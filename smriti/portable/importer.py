@@ -37,12 +37,13 @@ if TYPE_CHECKING:
 log = get_logger(__name__)
 
 #: Records per ``import_records`` call (an engram comes with ~15 link, association and
-#: co-occurrence records). Kùzu checkpoints on every commit, at a cost that grows with
-#: the store (at 100k memories ~2 s per commit, most of it rewriting the cue side of the
-#: links), so few large calls restore much faster than many small ones; the records of
-#: one call are held in memory (tens of MB for 100,000 links). (Batches of 20,000 once lost
-#: CoOccurs edges on Kùzu; its import now finds existing edges first and COPYs the rest,
-#: and bench/backup.py checks the round trip hash.)
+#: co-occurrence records). On Kùzu the COPY of a call's links forces a checkpoint at
+#: commit, and the checkpoint rewrites the engrams' embedding strings, so it costs more
+#: as the store grows (~2 s per commit at 100k memories): few large calls restore much
+#: faster than many small ones. The records of one call are held in memory (tens of MB
+#: for 100,000 links). (Batches of 20,000 once lost CoOccurs edges on Kùzu; its import
+#: now finds existing edges first and COPYs the rest, and bench/backup.py checks the
+#: round trip hash.)
 IMPORT_BATCH = 100_000
 #: Engrams (the large records: content and vector) flush at this count at the latest.
 ENGRAM_BATCH = 10_000

@@ -283,24 +283,24 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         """AssociatedWith edges of a new engram to existing targets (missing ones skipped),
         and its cluster when ``cluster`` is given (in the same statement when possible)."""
         mirror = self.mirror
-        if mirror is None or any(r["a"] != source for r in rows):
-            if rows:
-                self._exec(conn, _ASSOC, {"rows": rows})
-            if cluster is not None:
-                self._exec(conn, ENGRAM_SET_CLUSTER, {"id": source, "c": cluster})
-            return
-        # A new engram has no edges yet, so CREATE (not MERGE); the last row per target wins.
-        targets = {r["b"]: r for r in rows if r["b"] in mirror.rows or r["b"] == source}
-        if not targets:
-            if cluster is not None:
-                self._exec(conn, ENGRAM_SET_CLUSTER, {"id": source, "c": cluster})
-            return
-        params: dict[str, Any] = {"a": source}
+        if mirror is not None and all(r["a"] == source for r in rows):
+            # A new engram has no edges yet, so CREATE (not MERGE); the last row per
+            # target wins; targets the mirror does not know no longer exist.
+            targets = {r["b"]: r for r in rows if r["b"] in mirror.rows or r["b"] == source}
+            if targets:
+                params: dict[str, Any] = {"a": source}
+                if cluster is not None:
+                    params["c"] = cluster
+                for i, r in enumerate(targets.values()):
+                    params.update(
+                        {f"b{i}": r["b"], f"s{i}": r["s"], f"t{i}": r["t"], f"ts{i}": r["ts"]}
+                    )
+                self._exec(conn, _assoc_statement(len(targets), cluster is not None), params)
+                return
+        elif rows:
+            self._exec(conn, _ASSOC, {"rows": rows})
         if cluster is not None:
-            params["c"] = cluster
-        for i, r in enumerate(targets.values()):
-            params.update({f"b{i}": r["b"], f"s{i}": r["s"], f"t{i}": r["t"], f"ts{i}": r["ts"]})
-        self._exec(conn, _assoc_statement(len(targets), cluster is not None), params)
+            self._exec(conn, ENGRAM_SET_CLUSTER, {"id": source, "c": cluster})
 
     @staticmethod
     def _assoc_row(a: Association) -> dict[str, Any]:
@@ -480,7 +480,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                     self.worker().submit(_terms_of, engrams) if self.mirror is not None else None
                 )
             self._after_import(engrams, cues, vectors)
-            if self.mirror is not None and terms is not None:
+            if terms is not None:  # the mirror is on
                 for e, counts in zip(engrams, terms.result(), strict=True):
                     self.mirror.put_engram(e, self.label(e.memory_type), terms=counts)
                 known = set(self.cues_by_id)
