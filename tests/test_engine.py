@@ -179,6 +179,44 @@ def test_consolidation_decays_and_prunes_old_unimportant_memories(engine: Engine
     assert engine.consolidate().pruned == 0
 
 
+def test_consolidation_writes_decay_and_clusters_of_the_same_memories(engine: Engine) -> None:
+    # Clustering runs beside the deletes; its cluster ids and the new decay factors are
+    # written together afterwards, so both must land on every kept memory.
+    ids = [engine.store(f"rust borrow checker lifetimes note {i}").engram.id for i in range(6)]
+    doomed = engine.store("a forgettable aside", importance=0.1).engram.id
+    long_ago = utcnow() - timedelta(days=100)
+    engine.backend.update_engrams(
+        [EngramUpdate(i, last_accessed_at=long_ago) for i in ids]
+        + [EngramUpdate(doomed, last_accessed_at=long_ago - timedelta(days=300))]
+    )
+    report = engine.consolidate()
+    assert report.pruned == 1 and report.decayed == 6 and report.reclustered == 6
+    kept = engine.backend.get_engrams(ids)
+    assert [e.decay_factor for e in kept] == pytest.approx([math.exp(-1)] * 6, rel=1e-3)
+    assert all(e.cluster_id >= 0 for e in kept)  # all were -1 (never clustered)
+    assert engine.backend.get_engrams([doomed]) == []
+
+
+def test_failed_consolidation_write_raises_and_the_next_run_works(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(5):
+        engine.store(f"kubernetes pods deployment note {i}")
+
+    def broken(ids: object) -> int:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(engine.backend, "delete_engrams", broken)
+    with pytest.raises(RuntimeError, match="disk full"):
+        engine.consolidate()
+    assert {e.cluster_id for e in engine.backend.iter_engrams()} == {-1}  # nothing written
+    monkeypatch.undo()
+    assert engine.consolidate().clusters >= 1
+    helper = engine.helper()
+    engine.close()
+    assert helper._shutdown  # close stops the helper thread
+
+
 def test_concurrent_stores_and_recalls(engine: Engine) -> None:
     errors: list[BaseException] = []
 

@@ -6,12 +6,14 @@ import json
 import math
 import time
 from collections.abc import Iterable
+from concurrent import futures
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from smriti.clustering import ClusterResult
 from smriti.model import Association, EngramUpdate, utcnow
 from smriti.storage import EngramStats
 
@@ -59,13 +61,20 @@ def decay_of(stats: EngramStats, now: datetime, rate: float) -> tuple[float, boo
 
 
 def consolidate(engine: Engine) -> ConsolidationReport:
-    """Run every consolidation step once; writes are batched."""
+    """Run every consolidation step once; writes are batched.
+
+    Clustering reads only the associations among the engrams that are kept, which the
+    prune and orphan-cue deletes do not change, so it runs on the engine's helper thread
+    while they go on (Kùzu releases the GIL while it deletes). The new decay factors and
+    cluster ids are then written together, one update per engram. The result is the same
+    as running the steps one after another.
+    """
     started = time.perf_counter()
     s = engine.settings
     report = ConsolidationReport()
     now = utcnow()
     prune: list[str] = []
-    updates: list[EngramUpdate] = []
+    decays: dict[str, float] = {}
     kept: dict[str, int] = {}
     for stats in engine.backend.engram_stats():
         decay, strengthened = decay_of(stats, now, s.decay_rate)
@@ -75,14 +84,33 @@ def consolidate(engine: Engine) -> ConsolidationReport:
         kept[stats.id] = stats.cluster_id
         report.strengthened += strengthened
         if abs(decay - stats.decay_factor) > DECAY_WRITE_TOLERANCE:
-            updates.append(EngramUpdate(stats.id, decay_factor=decay))
-    report.decayed = len(updates)
-    # One call each: backends batch internally, and Kùzu stages large update sets (one
-    # COPY and one join instead of a transaction per 2,000 rows).
-    engine.backend.update_engrams(updates)
-    report.pruned = engine.backend.delete_engrams(prune)
-    report.orphan_cues_removed = engine.backend.delete_orphan_cues()
-    recluster(engine, kept, report)
+            decays[stats.id] = decay
+    report.decayed = len(decays)
+    clustering = None
+    if engine.clusterer is not None and len(kept) >= 3:
+        state = json.loads(engine.backend.get_meta(LEIDEN_STATE_KEY) or "{}")
+        clustering = engine.helper().submit(partition, engine, kept, state)
+    try:
+        report.pruned = engine.backend.delete_engrams(prune)
+        report.orphan_cues_removed = engine.backend.delete_orphan_cues()
+    except BaseException:
+        if clustering is not None:
+            futures.wait([clustering])  # the helper is free again when this returns
+        raise
+    result = clustering.result() if clustering is not None else None
+    clusters: dict[str, int] = {}
+    if result is not None:
+        clusters = {i: c for i, c in result.membership.items() if kept.get(i) != c}
+        report.clusters = len(set(result.membership.values()))
+        report.reclustered = len(clusters)
+    # One call: backends batch internally, and Kùzu stages large update sets (one COPY
+    # and one join instead of a transaction per 2,000 rows).
+    engine.backend.update_engrams(
+        [EngramUpdate(i, decay_factor=decays.get(i), cluster_id=clusters.get(i))
+         for i in dict.fromkeys([*decays, *clusters])]
+    )  # fmt: skip
+    if result is not None:
+        engine.backend.set_meta(LEIDEN_STATE_KEY, json.dumps(result.state))
     if engine.embedder.dims:
         report.indexes_created = engine.backend.ensure_indexes(
             engine.embedder.dims, s.index_threshold
@@ -91,23 +119,17 @@ def consolidate(engine: Engine) -> ConsolidationReport:
     return report
 
 
-def recluster(engine: Engine, previous: dict[str, int], report: ConsolidationReport) -> None:
-    """Leiden over the undirected AssociatedWith graph; cluster ids written in one batch."""
-    if engine.clusterer is None or len(previous) < 3:
-        return
+def partition(
+    engine: Engine, previous: dict[str, int], state: dict[str, object]
+) -> ClusterResult | None:
+    """Leiden over the undirected AssociatedWith graph of the ``previous`` engrams (None
+    when they have no association among them)."""
+    assert engine.clusterer is not None
     nodes = sorted(previous)
     edges = undirected_edges(nodes, engine.backend.iter_associations())
     if not edges:
-        return
-    state = json.loads(engine.backend.get_meta(LEIDEN_STATE_KEY) or "{}")
-    result = engine.clusterer.cluster(nodes, edges, state, previous)
-    engine.backend.set_meta(LEIDEN_STATE_KEY, json.dumps(result.state))
-    changed = [
-        EngramUpdate(i, cluster_id=c) for i, c in result.membership.items() if previous.get(i) != c
-    ]
-    engine.backend.update_engrams(changed)
-    report.clusters = len(set(result.membership.values()))
-    report.reclustered = len(changed)
+        return None
+    return engine.clusterer.cluster(nodes, edges, state, previous)
 
 
 def undirected_edges(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,7 @@ class Engine:
         self.push_lock = threading.Lock()
         self.restore_pending = False
         self.background = Background(self)
+        self._helper: ThreadPoolExecutor | None = None
         self.is_open = False
 
     @classmethod
@@ -97,11 +99,24 @@ class Engine:
                 self.sync()
             except Exception as exc:
                 log.error("final backup failed", error=str(exc))
+        with self._lock:
+            helper, self._helper = self._helper, None
+        if helper is not None:
+            helper.shutdown(wait=True)
         self.backend.close()
         self.embedder.close()
         self.extractor.close()
         self.backup.close()
         self.is_open = False
+
+    def helper(self) -> ThreadPoolExecutor:
+        """A one-thread pool for work that overlaps backend writes (consolidation's
+        clustering); kept for the engine's life so a backend sees one more thread, not
+        one per run, and shut down by ``close``."""
+        with self._lock:
+            if self._helper is None:
+                self._helper = ThreadPoolExecutor(1, thread_name_prefix="smriti-helper")
+            return self._helper
 
     def __enter__(self) -> Engine:
         return self.open()

@@ -317,6 +317,27 @@ class StorageBackendTests:
         for i, e in enumerate(engrams):
             assert_engram_equal(got[e.id], e.with_changes(cluster_id=i % 3))
 
+    def test_many_updates_of_different_fields_each_change_only_their_fields(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        # Consolidation's shape: decay factors and cluster ids for overlapping sets of
+        # engrams, in one call, large enough for a backend to batch or stage them.
+        engrams = self.load(backend, build, 1200)
+        updates = [EngramUpdate(e.id, decay_factor=0.5) for e in engrams[:800]]
+        updates += [EngramUpdate(e.id, cluster_id=7) for e in engrams[400:]]
+        updates += [EngramUpdate(engrams[0].id, importance=0.75, cluster_id=3)]
+        updates += [EngramUpdate(engrams[1].id, access_count=4)]
+        backend.update_engrams([*updates, EngramUpdate(engrams[2].id, decay_factor=0.25)])
+        got = {e.id: e for e in backend.get_engrams([e.id for e in engrams])}
+        for i, e in enumerate(engrams):
+            want = e.with_changes(
+                decay_factor=0.25 if i == 2 else 0.5 if i < 800 else e.decay_factor,
+                cluster_id=3 if i == 0 else 7 if i >= 400 else e.cluster_id,
+                importance=0.75 if i == 0 else e.importance,
+                access_count=4 if i == 1 else e.access_count,
+            )
+            assert_engram_equal(got[e.id], want)
+
     def test_delete_engrams_cascades_and_counts_existing(
         self, backend: StorageBackend, build: GraphBuilder
     ) -> None:

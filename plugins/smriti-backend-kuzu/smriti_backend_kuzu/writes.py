@@ -333,6 +333,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                     groups.setdefault(tuple(k for k in row if k != "id"), []).append(row)
             if not groups:
                 continue
+            _merge_staged(groups)
             with self._write_lock:
                 with self._errors(), self._write() as conn:
                     for fields, rows in groups.items():
@@ -360,11 +361,12 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                             )
                 mirror = self.mirror
                 if mirror is not None:
-                    for fields, rows in groups.items():
+                    for rows in groups.values():
                         for r in rows:
-                            for f in fields:
-                                v = ts_out(r[f]) if f == "last_accessed_at" else r[f]
-                                mirror.update(r["id"], f, v)
+                            for f, v in r.items():
+                                if f != "id":
+                                    v = ts_out(v) if f == "last_accessed_at" else v
+                                    mirror.update(r["id"], f, v)
 
     def delete_engrams(self, ids: Sequence[str]) -> int:
         """Delete engrams with their edges; returns how many existed."""
@@ -520,10 +522,12 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
     def _staged_update(
         self, conn: Any, fields: tuple[str, ...], rows: list[dict[str, Any]]
     ) -> None:
-        """Update many engrams at once: COPY the new values in, join, clear the stage."""
+        """Update many engrams at once: COPY the new values in, join, clear the stage.
+
+        A row without one of ``fields`` leaves it unchanged (its stage cell is null)."""
         rows = list({r["id"]: r for r in rows}.values())  # the stage's key is the id
         self._copy_rows(conn, STAGING_TABLE, rows, ("id", *_STAGED_TYPES))
-        sets = ", ".join(f"e.{f} = s.{f}" for f in fields)
+        sets = ", ".join(f"e.{f} = coalesce(s.{f}, e.{f})" for f in fields)
         self._exec(conn, f"MATCH (e:Engram), (s:{STAGING_TABLE}) WHERE e.id = s.id SET {sets}")
         self._exec(conn, f"MATCH (s:{STAGING_TABLE}) DELETE s")
 
@@ -677,6 +681,22 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             self._exec(
                 self._conn(), "MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value}
             )
+
+
+def _merge_staged(groups: dict[tuple[str, ...], list[dict[str, Any]]]) -> None:
+    """Fold the groups whose fields can all be staged into one group of every field they
+    change, when together they are large enough to stage: one COPY and one join, not
+    one per group (consolidation updates decay factors and cluster ids of overlapping
+    sets of engrams)."""
+    stageable = [f for f in groups if set(f) <= _STAGED_TYPES.keys()]
+    if len(stageable) < 2 or sum(len(groups[f]) for f in stageable) < STAGED_UPDATE:
+        return
+    fields = tuple(f for f in _STAGED_TYPES if any(f in g for g in stageable))
+    merged: dict[str, dict[str, Any]] = {}
+    for g in stageable:
+        for r in groups.pop(g):  # later updates of the same engram win, field by field
+            merged.setdefault(r["id"], {}).update(r)
+    groups[fields] = list(merged.values())
 
 
 def _terms_of(engrams: Sequence[Engram]) -> list[Counter[str]]:
