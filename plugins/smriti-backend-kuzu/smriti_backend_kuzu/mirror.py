@@ -241,7 +241,7 @@ class GraphMirror:
             else:
                 self.text.set_label(e.id, label)
             if old is not None and old[3] != row[3]:
-                self._rerank(e.id)
+                self._rerank(e.id, old[3])  # type: ignore[arg-type]
 
     def update(self, key: str, field: str, value: object) -> None:
         with self.lock:
@@ -252,10 +252,10 @@ class GraphMirror:
                 value = float(value)  # type: ignore[arg-type]
             elif field in ("access_count", "cluster_id"):
                 value = int(value)  # type: ignore[call-overload]
-            changed = row[_POS[field]] != value
+            before = row[_POS[field]]
             row[_POS[field]] = value
-            if field == "importance" and changed:
-                self._rerank(key)
+            if field == "importance" and before != value:
+                self._rerank(key, before)  # type: ignore[arg-type]
 
     def engram(self, key: str, embedding: np.ndarray | None) -> Engram | None:
         row = self.rows.get(key)
@@ -271,12 +271,13 @@ class GraphMirror:
     def remove_engrams(self, keys: Iterable[str]) -> None:
         with self.lock:
             for key in keys:
-                if self.rows.pop(key, None) is None:
+                row = self.rows.pop(key, None)
+                if row is None:
                     continue
                 self.text.remove(key)
                 for cue in self.e2c.pop(key, {}):
                     self.c2e.get(cue, {}).pop(key, None)
-                    self.ranking.removed(cue, key)
+                    self.ranking.removed(cue, key, row[3])  # type: ignore[arg-type]
                 for other in self.out.pop(key, {}):
                     self.inn.get(other, {}).pop(key, None)
                 for other in self.inn.pop(key, {}):
@@ -307,7 +308,7 @@ class GraphMirror:
                 if before is None:
                     self.ranking.added(cue, key, strength, row[3], len(members) - 1)  # type: ignore[arg-type]
                 elif before != strength:
-                    self.ranking.restrengthened(cue, key, strength)
+                    self.ranking.restrengthened(cue, key, strength, row[3])  # type: ignore[arg-type]
 
     def put_associations(self, edges: Iterable[Association], stored: bool = False) -> None:
         as_stored = _same if stored else stored_time
@@ -324,11 +325,12 @@ class GraphMirror:
                 self.out.setdefault(src, {})[dst] = value  # type: ignore[index]
                 self.inn.setdefault(dst, {})[src] = value  # type: ignore[index]
 
-    def _rerank(self, key: str) -> None:
+    def _rerank(self, key: str, old: float) -> None:
+        """The importance of ``key`` changed from ``old``: move it in the cue lists."""
         importance = self.rows[key][3]
         for cue, strength in self.e2c.get(key, {}).items():
             members = len(self.c2e.get(cue, ()))
-            self.ranking.reranked(cue, key, strength, importance, members)  # type: ignore[arg-type]
+            self.ranking.reranked(cue, key, strength, old, importance, members)  # type: ignore[arg-type]
 
     # -- reads ---------------------------------------------------------------------------
     def engrams_for_cue(self, cue: str, limit: int) -> list[tuple[str, float]]:

@@ -33,20 +33,22 @@ def test_random_changes_keep_the_lists_exact(seed: int) -> None:
             if before is None:
                 ranking.added(cue, key, strength, importance[key], len(members[cue]) - 1)
             elif before != strength:
-                ranking.restrengthened(cue, key, strength)
+                ranking.restrengthened(cue, key, strength, importance[key])
         elif op < 0.6 and members[cue]:  # an engram deleted
             gone = rng.choice(sorted(members[cue]))
             for c in cues:
                 if members[c].pop(gone, None) is not None:
-                    ranking.removed(c, gone)
+                    ranking.removed(c, gone, importance[gone])
         elif op < 0.9 and importance:  # importance changed (ties are common: 2 decimals)
             changed = rng.choice(sorted(importance))
+            old = importance[changed]
             importance[changed] = round(rng.random(), 2)
             for c in cues:
                 if changed in members[c]:
                     ranking.reranked(
-                        c, changed, members[c][changed], importance[changed], len(members[c])
-                    )
+                        c, changed, members[c][changed], old, importance[changed],
+                        len(members[c]),
+                    )  # fmt: skip
         elif op < 0.92:
             ranking.drop(cue)
         limit = rng.choice([1, 3, 8, 20])
