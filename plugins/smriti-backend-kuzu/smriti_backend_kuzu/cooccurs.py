@@ -61,6 +61,7 @@ class CoOccursMixin(_Self):  # type: ignore[misc,valid-type]
     def _fold(self, conn: Any) -> int:
         rows = self._exec(conn, "MATCH (p:CoOccursPending) RETURN p.cues").get_all()
         known = self.cues_by_id
+        new: list[dict[str, Any]] = []
         deltas: Counter[tuple[str, str]] = Counter()
         for (cues,) in rows:
             # A cue deleted since (an orphan) takes its co-occurrences with it.
@@ -82,7 +83,8 @@ class CoOccursMixin(_Self):  # type: ignore[misc,valid-type]
                 for i, ((a, b), d) in enumerate(pairs)
                 if i not in existing
             ]
-            self._copy_rel(conn, "CoOccurs", new, ("a", "b", "s"))
             self._exec(conn, "MATCH (s:CoOccursStage) DELETE s")
         self._exec(conn, "MATCH (p:CoOccursPending) DELETE p")
+        # Last: rolling back after a rel COPY loses earlier edges in Kùzu 0.11.3 (README).
+        self._copy_rel(conn, "CoOccurs", new, ("a", "b", "s"))
         return len(rows)

@@ -219,12 +219,9 @@ class GraphMirror:
         self.ranking = TopByImportance()
 
     # -- engrams ------------------------------------------------------------------------
-    def put_engram(
-        self, e: Engram, label: int, stored: bool = False, terms: Counter[str] | None = None
-    ) -> None:
+    def put_engram(self, e: Engram, label: int, stored: bool = False) -> None:
         """Insert or replace the row of ``e`` (timestamps as stored: microseconds, UTC;
-        ``stored`` says they already are, having been read from the store). ``terms``
-        are its ``document_terms`` when the caller computed them already."""
+        ``stored`` says they already are, having been read from the store)."""
         as_stored = _same if stored else stored_time
         with self.lock:
             old = self.rows.get(e.id)
@@ -237,7 +234,7 @@ class GraphMirror:
             ]  # fmt: skip
             self.rows[e.id] = row
             if old is None or old[:2] != row[:2] or old[9] != row[9]:
-                self.text.add(e.id, document_terms(e) if terms is None else terms, label)
+                self.text.add(e.id, document_terms(e), label)
             else:
                 self.text.set_label(e.id, label)
             if old is not None and old[3] != row[3]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import os
 import tempfile
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import replace
@@ -44,7 +43,6 @@ from smriti_backend_kuzu.codec import (
     vec_literal,
     vec_out,
 )
-from smriti_backend_kuzu.mirror import document_terms
 
 if TYPE_CHECKING:
     from smriti_backend_kuzu.backend import KuzuBackend as _Self
@@ -222,7 +220,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
 
     def worker(self) -> ThreadPoolExecutor:
         """A thread for work that overlaps a write: a store's association search, an
-        import's index terms."""
+        import's commit."""
         with self._worker_lock:
             if self._worker is None:
                 self._worker = ThreadPoolExecutor(1, thread_name_prefix="smriti-kuzu")
@@ -430,64 +428,68 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         orows = [
             {"a": c.source_id, "b": c.target_id, "s": float(c.strength)} for c in cooccurrences
         ]
-        with self._write_lock:
-            with self._errors(), self._write() as conn:
-                fresh_e: set[str] = set()
-                for batch in batched(erows, BATCH):
-                    fresh_e |= self._upsert(conn, "Engram", batch, ENGRAM_CREATE, ENGRAM_SET)
-                fresh_c: set[str] = set()
-                for batch in batched(crows, BATCH):
-                    fresh_c |= self._upsert(conn, "Cue", batch, _CUE_CREATE_ROW, _CUE_SET)
-                e_ids = {r["id"] for r in erows}
-                c_ids = {r["id"] for r in crows}
-                e_ok = self._existing(
-                    conn,
-                    "Engram",
-                    e_ids,
-                    [r["e"] for r in lrows] + [r["a"] for r in arows] + [r["b"] for r in arows],
-                )
-                c_ok = self._existing(conn, "Cue", c_ids,
-                                      [r["c"] for r in lrows] + [r["a"] for r in orows]
-                                      + [r["b"] for r in orows])  # fmt: skip
-                plan = (
-                    ("EncodedBy", lrows, ("e", "c"), ("s", "ts"),
-                     lambda r: r["e"] in fresh_e, lambda r: r["e"] in e_ok and r["c"] in c_ok),
-                    ("AssociatedWith", arows, ("a", "b"), ("s", "t", "ts"),
-                     lambda r: r["a"] in fresh_e or r["b"] in fresh_e,
-                     lambda r: r["a"] in e_ok and r["b"] in e_ok),
-                    ("CoOccurs", orows, ("a", "b"), ("s",),
-                     lambda r: r["a"] in fresh_c or r["b"] in fresh_c,
-                     lambda r: r["a"] in c_ok and r["b"] in c_ok),
-                )  # fmt: skip
-                for table, rows, ends, props, is_new, valid in plan:
-                    # The last row for an edge wins, as with MERGE ... SET.
-                    unique = list({(r[ends[0]], r[ends[1]]): r for r in rows if valid(r)}.values())
-                    maybe = [r for r in unique if not is_new(r)]
-                    # UNWIND ... MERGE of edges silently dropped a few edges of large
-                    # batches in Kùzu 0.11.3; existing edges are found first and updated,
-                    # every other edge is created by COPY.
-                    old = self._existing_edges(conn, table, {r[ends[0]] for r in maybe})
-                    rest = [r for r in maybe if (r[ends[0]], r[ends[1]]) in old]
-                    copy = [r for r in unique if (r[ends[0]], r[ends[1]]) not in old]
-                    self._copy_rel(conn, table, copy, ends + props)
-                    for batch in batched(rest, BATCH):
-                        self._exec(conn, _update_edges(table), {"rows": batch})
-                if self.vector_index_dims:
-                    self._unindex_vectors(conn, [key for key, _ in vectors])
-                    dims = self.vector_index_dims
-                    self._index_vectors(conn, [(k, v) for k, v in vectors if v.shape[0] == dims])
-                # Kùzu commits on one thread with the GIL released (0.5-3 s a batch at
-                # 100k), so the text index terms are computed on the other core meanwhile.
-                terms = (
-                    self.worker().submit(_terms_of, engrams) if self.mirror is not None else None
-                )
+
+        def publish() -> None:  # runs while Kùzu commits (see _write)
             self._after_import(engrams, cues, vectors)
-            if terms is not None:  # the mirror is on
-                for e, counts in zip(engrams, terms.result(), strict=True):
-                    self.mirror.put_engram(e, self.label(e.memory_type), terms=counts)
+            mirror = self.mirror
+            if mirror is not None:
+                for e in engrams:
+                    mirror.put_engram(e, self.label(e.memory_type))
                 known = set(self.cues_by_id)
-                self.mirror.put_links((r["e"], r["c"], r["s"]) for r in lrows if r["c"] in known)
-                self.mirror.put_associations(_assoc_from_rows(arows), stored=True)
+                mirror.put_links((r["e"], r["c"], r["s"]) for r in lrows if r["c"] in known)
+                mirror.put_associations(_assoc_from_rows(arows), stored=True)
+
+        with self._write_lock, self._errors(), self._write(meanwhile=publish) as conn:
+            fresh_e: set[str] = set()
+            for batch in batched(erows, BATCH):
+                fresh_e |= self._upsert(conn, "Engram", batch, ENGRAM_CREATE, ENGRAM_SET)
+            fresh_c: set[str] = set()
+            for batch in batched(crows, BATCH):
+                fresh_c |= self._upsert(conn, "Cue", batch, _CUE_CREATE_ROW, _CUE_SET)
+            e_ids = {r["id"] for r in erows}
+            c_ids = {r["id"] for r in crows}
+            e_ok = self._existing(
+                conn,
+                "Engram",
+                e_ids,
+                [r["e"] for r in lrows] + [r["a"] for r in arows] + [r["b"] for r in arows],
+            )
+            c_ok = self._existing(conn, "Cue", c_ids,
+                                  [r["c"] for r in lrows] + [r["a"] for r in orows]
+                                  + [r["b"] for r in orows])  # fmt: skip
+            plan = (
+                ("EncodedBy", lrows, ("e", "c"), ("s", "ts"),
+                 lambda r: r["e"] in fresh_e, lambda r: r["e"] in e_ok and r["c"] in c_ok),
+                ("AssociatedWith", arows, ("a", "b"), ("s", "t", "ts"),
+                 lambda r: r["a"] in fresh_e or r["b"] in fresh_e,
+                 lambda r: r["a"] in e_ok and r["b"] in e_ok),
+                ("CoOccurs", orows, ("a", "b"), ("s",),
+                 lambda r: r["a"] in fresh_c or r["b"] in fresh_c,
+                 lambda r: r["a"] in c_ok and r["b"] in c_ok),
+            )  # fmt: skip
+            copies = []
+            for table, rows, ends, props, is_new, valid in plan:
+                # The last row for an edge wins, as with MERGE ... SET.
+                unique = list({(r[ends[0]], r[ends[1]]): r for r in rows if valid(r)}.values())
+                maybe = [r for r in unique if not is_new(r)]
+                # UNWIND ... MERGE of edges silently dropped a few edges of large
+                # batches in Kùzu 0.11.3; existing edges are found first and updated,
+                # every other edge is created by COPY.
+                old = self._existing_edges(conn, table, {r[ends[0]] for r in maybe})
+                rest = [r for r in maybe if (r[ends[0]], r[ends[1]]) in old]
+                copy = [r for r in unique if (r[ends[0]], r[ends[1]]) not in old]
+                copies.append((table, copy, ends + props))
+                for batch in batched(rest, BATCH):
+                    self._exec(conn, _update_edges(table), {"rows": batch})
+            if self.vector_index_dims:
+                self._unindex_vectors(conn, [key for key, _ in vectors])
+                dims = self.vector_index_dims
+                self._index_vectors(conn, [(k, v) for k, v in vectors if v.shape[0] == dims])
+            # The COPYs come last: rolling back a transaction that COPYed into a rel table
+            # loses that table's earlier edges in Kùzu 0.11.3 (README, "Known defects"),
+            # so nothing that could fail for other reasons runs after them.
+            for table, copy, columns in copies:
+                self._copy_rel(conn, table, copy, columns)
 
     def _existing(self, conn: Any, table: str, known: set[str], ids: list[str]) -> set[str]:
         """``known`` plus those of ``ids`` that exist in ``table`` (mirror first)."""
@@ -697,10 +699,6 @@ def _merge_staged(groups: dict[tuple[str, ...], list[dict[str, Any]]]) -> None:
         for r in groups.pop(g):  # later updates of the same engram win, field by field
             merged.setdefault(r["id"], {}).update(r)
     groups[fields] = list(merged.values())
-
-
-def _terms_of(engrams: Sequence[Engram]) -> list[Counter[str]]:
-    return [document_terms(e) for e in engrams]
 
 
 def _assoc_from_rows(rows: Iterable[dict[str, Any]]) -> Iterator[Association]:

@@ -18,7 +18,7 @@ from smriti_backend_kuzu.backend import DB_FILE, KuzuBackend
 
 from smriti.config import Settings
 from smriti.errors import BackendError, StoreLockedError
-from smriti.model import CoOccurrence, EngramUpdate
+from smriti.model import CoOccurrence, EngramUpdate, Link
 from smriti.plugins import Registry, create_plugin_manager
 from smriti.testing import GraphBuilder
 
@@ -297,3 +297,48 @@ def test_large_update_batches_are_staged_and_exact(kuzu_factory: Factory) -> Non
     check(backend)  # the mirror
     backend.close()
     check(kuzu_factory("alice"))  # the store itself
+
+
+@pytest.mark.parametrize("failing", ["commit", "caches"])
+def test_failed_import_commit_leaves_store_and_caches_as_they_were(
+    kuzu_factory: Factory, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    """The caches are updated while Kùzu commits; if either fails, nothing shows.
+
+    The failing call carries no edges: Kùzu 0.11.3 loses the table's earlier edges when
+    a transaction that COPYs into a rel table is rolled back (README, "Known defects").
+    """
+    backend = kuzu_factory("alice")
+    first = [build.engram(i) for i in range(3)]
+    shared = build.cue("shared")
+    backend.import_records(first, [shared], [Link(e.id, shared.id, 1.0) for e in first], [], [])
+    later = [build.engram(i) for i in range(3, 6)]
+    fresh = build.cue("fresh")
+
+    def broken_commit(conn: object) -> None:
+        conn.execute("ROLLBACK")  # type: ignore[attr-defined]
+        raise BackendError("Kùzu commit failed: disk full")
+
+    def broken_cache(*args: object) -> None:
+        raise RuntimeError("out of memory")
+
+    if failing == "commit":
+        monkeypatch.setattr(backend, "_commit", broken_commit)
+    else:
+        monkeypatch.setattr(backend.mirror, "put_engram", broken_cache)
+    with pytest.raises((BackendError, RuntimeError)):
+        backend.import_records(later, [fresh], [], [], [])
+    monkeypatch.undo()
+    stored = failing == "caches"  # the commit went through; the caches were rebuilt
+    want = sorted(e.id for e in (first + later if stored else first))
+    assert sorted(e.id for e in backend.iter_engrams()) == want
+    assert sorted(e.id for e in backend.get_engrams([e.id for e in first + later])) == want
+    hits = {key for key, _ in backend.vector_search(later[0].embedding, 10)}
+    assert (later[0].id in hits) == stored
+    assert bool(backend.get_cues(["fresh"])) == stored
+    assert ("e00004" in {k for k, _ in backend.text_search("memory number 4", 10)}) == stored
+    members = backend.engrams_for_cues([shared.id], 10)[shared.id]
+    assert sorted(k for k, _ in members) == sorted(e.id for e in first)
+    backend.import_records(later, [fresh], [Link(e.id, fresh.id, 1.0) for e in later], [], [])
+    assert backend.count_engrams() == 6
+    assert len(backend.engrams_for_cues([fresh.id], 10)[fresh.id]) == 3
