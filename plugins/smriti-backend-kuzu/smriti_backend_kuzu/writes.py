@@ -8,6 +8,7 @@ database nor the caches half-changed.
 from __future__ import annotations
 
 import csv
+import io
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -439,6 +440,10 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                 mirror.put_links((r["e"], r["c"], r["s"]) for r in lrows if r["c"] in known)
                 mirror.put_associations(_assoc_from_rows(arows), stored=True)
 
+        # The links' CSV is made on the worker while Kùzu creates the engrams (it
+        # releases the GIL); used when every link is new, as when restoring.
+        link_columns = ("e", "c", "s", "ts")
+        link_text = self.worker().submit(csv_text, lrows, link_columns) if lrows else None
         with self._write_lock, self._errors(), self._write(meanwhile=publish) as conn:
             fresh_e: set[str] = set()
             for batch in batched(erows, BATCH):
@@ -489,7 +494,10 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             # loses that table's earlier edges in Kùzu 0.11.3 (README, "Known defects"),
             # so nothing that could fail for other reasons runs after them.
             for table, copy, columns in copies:
-                self._copy_rel(conn, table, copy, columns)
+                # ``copy`` keeps the order of ``rows``: as long as lrows, it is lrows.
+                whole = link_text is not None and len(copy) == len(lrows)
+                text = link_text.result() if table == "EncodedBy" and whole else None
+                self._copy_rel(conn, table, copy, columns, text)
 
     def _existing(self, conn: Any, table: str, known: set[str], ids: list[str]) -> set[str]:
         """``known`` plus those of ``ids`` that exist in ``table`` (mirror first)."""
@@ -557,27 +565,38 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             found.update((r[0], r[1]) for r in rows)
         return found
 
-    def _copy_rel(self, conn: Any, table: str, rows: list[dict[str, Any]], cols: tuple) -> None:
+    def _copy_rel(
+        self,
+        conn: Any,
+        table: str,
+        rows: list[dict[str, Any]],
+        cols: tuple,
+        text: str | None = None,
+    ) -> None:
         """Bulk-insert new edges with COPY from a temporary CSV file.
 
         Only for edges known not to exist yet and whose endpoints both exist:
         ``UNWIND ... MATCH`` by id is a hash join over the whole table in Kùzu 0.11, COPY
         is 100x faster (README).
         """
-        self._copy_rows(conn, table, rows, cols)
+        self._copy_rows(conn, table, rows, cols, text)
 
     def _copy_rows(
-        self, conn: Any, table: str, rows: Sequence[dict[str, Any]], columns: Sequence[str]
+        self,
+        conn: Any,
+        table: str,
+        rows: Sequence[dict[str, Any]],
+        columns: Sequence[str],
+        text: str | None = None,
     ) -> None:
         """COPY ``rows`` into ``table`` through a temporary CSV file (a missing or None
-        value is an empty cell); values are converted a column at a time."""
+        value is an empty cell); ``text`` is their ``csv_text`` when already made."""
         if not rows:
             return
-        cells = [_csv_column([r.get(c) for r in rows]) for c in columns]
         with tempfile.TemporaryDirectory(prefix="smriti-kuzu-") as tmp:
             path = os.path.join(tmp, f"{table}.csv")
             with open(path, "w", newline="", encoding="utf-8") as f:
-                csv.writer(f).writerows(zip(*cells, strict=True))
+                f.write(csv_text(rows, columns) if text is None else text)
             self._exec(conn, f"COPY {table} FROM '{quote_path(path)}' (HEADER=false)")
 
     def _upsert(
@@ -705,6 +724,14 @@ def _assoc_from_rows(rows: Iterable[dict[str, Any]]) -> Iterator[Association]:
     """Associations as stored, from the parameter rows of ``_assoc_row``."""
     for r in rows:
         yield Association(r["a"], r["b"], r["s"], r["t"], ts_out(r["ts"]))
+
+
+def csv_text(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+    """``rows`` as CSV for Kùzu's COPY, values converted a column at a time."""
+    cells = [_csv_column([r.get(c) for r in rows]) for c in columns]
+    out = io.StringIO(newline="")
+    csv.writer(out).writerows(zip(*cells, strict=True))
+    return out.getvalue()
 
 
 def _csv_value(value: object) -> object:
