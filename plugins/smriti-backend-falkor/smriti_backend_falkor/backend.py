@@ -336,13 +336,16 @@ class FalkorBackend(StorageBackend):
             after = rows[-1][0]
 
     def _pages(self, query: str) -> Iterator[Sequence[Any]]:
-        skip = 0
+        """Edge rows ordered by (source id, target id), a page after the last pair seen:
+        edges written or deleted meanwhile shift no page (consolidation clusters while
+        it deletes), which SKIP could."""
+        after_a = after_b = ""
         while True:
-            rows = self._read(query, skip=skip, limit=self.read_batch)
+            rows = self._read(query, after_a=after_a, after_b=after_b, limit=self.read_batch)
             yield from rows
             if len(rows) < self.read_batch:
                 return
-            skip += len(rows)
+            after_a, after_b = rows[-1][0], rows[-1][1]
 
     # -- search ------------------------------------------------------------------------
     def vector_search(

@@ -226,21 +226,24 @@ RETURN b.id, edges[..$limit]
 """
 PAGE_LINKS = """
 MATCH (e:Engram {user: $user})-[l:EncodedBy]->(q:Cue)
+WHERE e.id > $after_a OR (e.id = $after_a AND q.id > $after_b)
 RETURN e.id, q.id, l.strength
 ORDER BY e.id, q.id
-SKIP $skip LIMIT $limit
+LIMIT $limit
 """
 PAGE_ASSOCIATIONS = """
 MATCH (a:Engram {user: $user})-[x:AssociatedWith]->(b:Engram)
+WHERE a.id > $after_a OR (a.id = $after_a AND b.id > $after_b)
 RETURN a.id, b.id, x.strength, x.relation_type, x.created_at
 ORDER BY a.id, b.id
-SKIP $skip LIMIT $limit
+LIMIT $limit
 """
 PAGE_COOCCURRENCES = """
 MATCH (a:Cue {user: $user})-[x:CoOccurs]->(b:Cue)
+WHERE a.id > $after_a OR (a.id = $after_a AND b.id > $after_b)
 RETURN a.id, b.id, x.strength
 ORDER BY a.id, b.id
-SKIP $skip LIMIT $limit
+LIMIT $limit
 """
 
 # -- search -----------------------------------------------------------------------------

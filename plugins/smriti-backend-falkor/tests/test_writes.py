@@ -72,3 +72,26 @@ def test_batched_writes_cross_batch_boundaries(
     assert {s.cluster_id for s in backend.engram_stats()} == {3}
     assert backend.delete_engrams([e.id for e in engrams[:20]] + ["nope"]) == 20
     assert backend.count_engrams() == 10
+
+
+def test_edge_pages_skip_nothing_when_edges_are_deleted_meanwhile(
+    make_backend: Callable[..., FalkorBackend],
+) -> None:
+    """Consolidation reads associations while it deletes pruned engrams: a page after
+    the last pair seen, not SKIP n, so deleting earlier edges hides no later one."""
+    from smriti.model import Association
+
+    backend = make_backend("alice")
+    backend.read_batch = 3  # type: ignore[misc]  # small pages, so deletes fall between
+    engrams = [build.engram(i) for i in range(1, 13)]
+    backend.import_records(engrams, [], [], [], [])
+    doomed, kept = engrams[:4], engrams[4:]
+    edges = [Association(a.id, b.id, 0.5) for a in doomed for b in doomed if a.id < b.id]
+    edges += [Association(a.id, b.id, 0.9) for a, b in zip(kept, kept[1:], strict=False)]
+    backend.import_records([], [], [], edges, [])
+    pages = backend.iter_associations()
+    first = [next(pages) for _ in range(3)]  # doomed edges sort first
+    assert all(e.source_id in {d.id for d in doomed} for e in first)
+    backend.delete_engrams([e.id for e in doomed])
+    rest = {(e.source_id, e.target_id) for e in pages}
+    assert rest == {(a.id, b.id) for a, b in zip(kept, kept[1:], strict=False)}
