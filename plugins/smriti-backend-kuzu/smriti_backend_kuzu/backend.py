@@ -259,9 +259,10 @@ class KuzuBackend(CoOccursMixin, WritesMixin, QueriesMixin, StorageBackend):
         With ``meanwhile``, the commit runs on the worker thread (Kùzu releases the GIL
         while it commits, 0.4-3 s for a 10,000-memory import batch at 100k) and this
         thread calls ``meanwhile`` to bring the caches up to date, holding the mirror's
-        lock until the commit is done: readers see the new records only once they are
-        stored. If the commit or ``meanwhile`` fails, the caches are reloaded from the
-        store."""
+        lock until the commit is done: nothing is read from the mirror before it is
+        stored (a vector search may return a new id meanwhile; fetching its engram waits
+        for the lock). If the commit or ``meanwhile`` fails, the caches are reloaded
+        from the store."""
         with self._write_lock:
             conn = self._conn()
             conn.execute("BEGIN TRANSACTION")
