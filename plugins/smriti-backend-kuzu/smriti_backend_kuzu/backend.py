@@ -279,13 +279,9 @@ class KuzuBackend(CoOccursMixin, WritesMixin, QueriesMixin, StorageBackend):
                 commit = self.worker().submit(self._commit, conn)
                 try:
                     meanwhile()
-                except BaseException:
-                    wait([commit])
-                    self._reload_caches()
-                    raise
-                try:
                     commit.result()
                 except BaseException:
+                    wait([commit])  # the commit may still run if ``meanwhile`` failed
                     self._reload_caches()
                     raise
 
