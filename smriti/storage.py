@@ -205,6 +205,17 @@ class StorageBackend(ABC):
     ) -> list[tuple[str, float]]:
         """Top-``k`` engram ids by cosine similarity, best first."""
 
+    def vector_search_above(
+        self, embedding: np.ndarray, k: int, min_score: float
+    ) -> list[tuple[str, float]]:
+        """Top-``k`` engram ids with cosine similarity of at least ``min_score``, best first.
+
+        The store pipeline's association search calls this. The default filters
+        ``vector_search``; a backend whose search can use the floor (to skip most
+        candidates early) overrides it, with the same result.
+        """
+        return [(i, s) for i, s in self.vector_search(embedding, k) if s >= min_score]
+
     @abstractmethod
     def text_search(
         self, query: str, k: int, memory_type: str | None = None

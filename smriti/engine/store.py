@@ -126,7 +126,7 @@ def associate(engine: Engine, vector: np.ndarray) -> tuple[list[tuple[str, float
     s = engine.settings
     if s.association_top_k == 0:
         return [], UNASSIGNED_CLUSTER
-    hits = engine.backend.vector_search(vector, s.association_top_k)
+    hits = engine.backend.vector_search_above(vector, s.association_top_k, s.association_threshold)
     links = [(eid, float(score)) for eid, score in hits if score > s.association_threshold]
     if not links:
         return [], UNASSIGNED_CLUSTER

@@ -456,6 +456,22 @@ class StorageBackendTests:
             np.testing.assert_allclose([s for _, s in got], [s for _, s in want], atol=1e-4)
         assert len(backend.vector_search(build.vec(7), 100)) == 40
 
+    def test_vector_search_above_returns_the_top_k_at_or_over_the_floor(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        engrams = [build.engram(i) for i in range(40)]
+        for e in engrams:
+            self.store(backend, e)
+        for q in range(5):
+            query = build.vec(600 + q)
+            want = self._exact(engrams, query, 40)
+            floor = want[6][1] + 1e-3  # between the 7th and the 6th best
+            for k in (4, 10):
+                got = backend.vector_search_above(query, k, floor)
+                assert [i for i, _ in got] == [i for i, s in want[:k] if s >= floor]
+                assert len(got) == min(k, 6)
+            assert backend.vector_search_above(query, 10, want[0][1] + 1e-3) == []
+
     def test_vector_search_filters_memory_type_before_k(
         self, backend: StorageBackend, build: GraphBuilder
     ) -> None:

@@ -156,6 +156,35 @@ def test_threads_store_and_read_concurrently(kuzu_factory: Factory) -> None:
     assert len(backend.vector_search(build.vec(1), 200)) == 120
 
 
+@pytest.mark.parametrize("by_key", [True, False])
+def test_links_by_key_and_by_join_write_the_same_edges(
+    kuzu_factory: Factory, monkeypatch: pytest.MonkeyPatch, by_key: bool
+) -> None:
+    """Both ways of linking a memory's cues (chosen by the Cue table's size) link each
+    cue once: new and existing cues, one cue, many cues."""
+    from smriti_backend_kuzu import writes
+
+    monkeypatch.setattr(writes, "link_by_key", lambda links, cues: by_key)
+    backend = kuzu_factory("alice")
+    want: set[tuple[str, str]] = set()
+    for i, names in enumerate([["a"], ["a", "b", "c"], [f"n{j}" for j in range(14)], ["b", "z"]]):
+        engram = build.engram(i)
+        stored = backend.add_memory(engram, [build.cue(n) for n in names], [])
+        want |= {(engram.id, c.id) for c in stored.cues}
+    assert len(want) == 1 + 3 + 14 + 2
+    backend.close()
+    reopened = kuzu_factory("alice")  # read back from the store, not the mirror
+    assert {(link.engram_id, link.cue_id) for link in reopened.iter_links()} == want
+    assert reopened.counts()["links"] == len(want)
+
+
+def test_link_statement_choice_follows_the_cue_table_size() -> None:
+    from smriti_backend_kuzu.writes import link_by_key
+
+    assert link_by_key(6, 200_000) and link_by_key(1, 0)
+    assert not link_by_key(6, 5_000) and not link_by_key(12, 20_000)
+
+
 def test_vector_index_used_when_cache_is_off(kuzu_factory: Factory) -> None:
     backend = kuzu_factory("alice", cache_mb=0)
     assert backend.engram_cache is None

@@ -52,7 +52,12 @@ def test_quantised_search_is_exact(kind: str, dims: int, monkeypatch: pytest.Mon
         label = None if trial % 3 else int(rng.integers(0, 3))
         got = [s for _, s in vc.search(query, k, label)]
         # Same rows, so the same scores up to float32 summation order.
-        assert got == pytest.approx(reference(vc, query, k, label), abs=1e-5)
+        want = reference(vc, query, k, label)
+        assert got == pytest.approx(want, abs=1e-5)
+        # A floor between two of the top scores (or above all of them) cuts the list.
+        floor = want[len(want) // 2] + 1e-4 if trial % 5 else want[0] + 0.01
+        above = [s for _, s in vc.search(query, k, label, min_score=floor)]
+        assert above == pytest.approx([s for s in want if s >= floor], abs=1e-5)
 
 
 def test_quantised_search_edge_cases(monkeypatch: pytest.MonkeyPatch) -> None:
