@@ -94,19 +94,17 @@ class QuantisedRows:
         k: int,
         mask: np.ndarray | None,
         min_score: float | None = None,
-        threads: int = SCAN_THREADS,
     ) -> list[tuple[int, float]]:
         """Exact top-``k`` (row, cosine) of the first ``len(matrix)`` rows; query unit.
 
         With ``min_score``, only rows scoring at least that are returned, and the bound
         starts from it rather than from the k-th best int8 score (no partition of all
         the scores: a store's association search wants only close neighbours).
-        ``threads`` is how many threads scan the int8 codes.
         """
         n, dims = matrix.shape
         q_codes, q_scale = self.quantise(query[None, :])
         qs = float(q_scale[0])
-        scan = simsimd.cdist(q_codes, self.codes[:n], metric="dot", threads=threads)
+        scan = simsimd.cdist(q_codes, self.codes[:n], metric="dot", threads=SCAN_THREADS)
         # Work in units of qs (a positive constant): ``scaled * qs`` is the int8 score.
         scaled = np.asarray(scan)[0].astype(np.float32)
         scale, l1 = self.scale[:n], self.l1[:n]
@@ -302,11 +300,9 @@ class VectorCache:
         k: int,
         label: int | None = None,
         min_score: float | None = None,
-        threads: int | None = None,
     ) -> list[tuple[str, float]]:
         """Top-``k`` (id, cosine), best first; ``label`` restricts the rows searched and
-        ``min_score`` drops rows scoring less; ``threads`` (default ``SCAN_THREADS``)
-        scan the int8 copy."""
+        ``min_score`` drops rows scoring less."""
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         with self._lock:
             n = len(self._ids)
@@ -319,8 +315,7 @@ class VectorCache:
                 self._quantise_new()
                 top = []
                 if q.any():
-                    scan = threads or SCAN_THREADS
-                    top = self._quant.search(matrix, unit(q), k, mask, min_score, scan)
+                    top = self._quant.search(matrix, unit(q), k, mask, min_score)
             else:
                 top = cosine_top_k(matrix, q, k, mask)
                 if min_score is not None:

@@ -168,16 +168,11 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
     def vector_search_above(
         self, embedding: np.ndarray, k: int, min_score: float
     ) -> list[tuple[str, float]]:
-        """Top-k with cosine >= ``min_score``: the cache bounds its scan by the floor.
-
-        One thread scans: the store runs this beside its Kùzu write (see
-        ``add_memory_with_search``), and on two cores a two-thread scan slowed that write
-        more than it sped up the search (store p50 at 100k: 9.4 ms against 8.5 ms).
-        """
+        """Top-k with cosine >= ``min_score``: the cache bounds its scan by the floor."""
         cache = self.engram_cache
         if cache is None or k <= 0:
             return super().vector_search_above(embedding, k, min_score)
-        return cache.search(embedding, k, None, min_score, threads=1)
+        return cache.search(embedding, k, None, min_score)
 
     def _hnsw_search(
         self, embedding: np.ndarray, k: int, memory_type: str | None
