@@ -38,34 +38,16 @@ from common import (  # noqa: E402
 
 from smriti.config import Settings  # noqa: E402
 from smriti.engine import Engine  # noqa: E402
-from smriti.model import Cue, Engram, new_id, utcnow  # noqa: E402
+from smriti.model import Cue  # noqa: E402
+from smriti.testing import GraphBuilder  # noqa: E402
 
-DIMS = 384
 BASE_MEMORIES = 2000
 STORES = 60  # per way, per size
+build = GraphBuilder(384)
 
 
-def vector(rng: np.random.Generator) -> np.ndarray:
-    v = rng.standard_normal(DIMS).astype(np.float32)
-    return v / np.linalg.norm(v)
-
-
-def engram(rng: np.random.Generator, i: int) -> Engram:
-    now = utcnow()
-    return Engram(
-        id=new_id(),
-        content=f"generated memory {i}",
-        summary=f"generated memory {i}",
-        memory_type="semantic",
-        importance=0.5,
-        created_at=now,
-        last_accessed_at=now,
-        embedding=vector(rng),
-    )
-
-
-def cues(rng: np.random.Generator, count: int, prefix: str) -> list[Cue]:
-    return [Cue(new_id(), f"{prefix} {i}", "keyword", vector(rng)) for i in range(count)]
+def cues(count: int, prefix: str) -> list[Cue]:
+    return [build.cue(f"{prefix} {i}") for i in range(count)]
 
 
 def measure(backend: Any, rng: np.random.Generator, pool: list[Cue], start: int) -> dict:
@@ -84,8 +66,8 @@ def measure(backend: Any, rng: np.random.Generator, pool: list[Cue], start: int)
             name = list(ways)[i % len(ways)]
             writes.link_by_key = ways[name]  # type: ignore[assignment]
             old = [pool[j] for j in rng.choice(len(pool), 4, replace=False)]
-            memory_cues = old + cues(rng, 3, f"new {start + i}")
-            e = engram(rng, start + i)
+            memory_cues = old + cues(3, f"new {start + i}")
+            e = build.engram(BASE_MEMORIES + start + i)
             seconds[name].append(timed(lambda e=e, c=memory_cues: backend.add_memory(e, c, []))[1])
     finally:
         writes.link_by_key = choose  # type: ignore[assignment]
@@ -107,12 +89,12 @@ def run(sizes: list[int]) -> list[dict]:
         engine = Engine.from_settings(Settings.from_env(env), plugin_manager()).open()
         try:
             backend = engine.backend
-            backend.import_records([engram(rng, i) for i in range(BASE_MEMORIES)], [], [], [], [])
+            backend.import_records([build.engram(i) for i in range(BASE_MEMORIES)], [], [], [], [])
             pool: list[Cue] = []
             stored = 0
             for size in sorted(sizes):
                 while len(pool) < size:
-                    batch = cues(rng, min(20_000, size - len(pool)), f"cue {len(pool)}")
+                    batch = cues(min(20_000, size - len(pool)), f"cue {len(pool)}")
                     backend.import_records([], batch, [], [], [])
                     pool += batch
                 row = {"cues": backend.counts()["cues"], **measure(backend, rng, pool, stored)}
