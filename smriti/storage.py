@@ -155,6 +155,16 @@ class StorageBackend(ABC):
     def update_engrams(self, updates: Sequence[EngramUpdate]) -> None:
         """Apply partial updates in batches; unknown ids are ignored."""
 
+    def strengthen_engrams(self, updates: Sequence[EngramUpdate]) -> None:
+        """Recall's access strengthening (new access counts, times and decay factors).
+
+        The default is ``update_engrams``. A backend may persist these after returning,
+        as the Kùzu backend does on a background thread, provided every read through
+        the backend sees the new values at once and ``close`` persists them: a crash
+        before then loses only these access updates, never a memory.
+        """
+        self.update_engrams(updates)
+
     @abstractmethod
     def delete_engrams(self, ids: Sequence[str]) -> int:
         """Delete engrams and every edge touching them; returns how many existed."""

@@ -244,6 +244,6 @@ def strengthen(engine: Engine, engrams: list[Engram], now: object) -> None:
         for e in engrams
     ]
     if updates:
-        engine.backend.update_engrams(updates)
+        engine.backend.strengthen_engrams(updates)
     for e, u in zip(engrams, updates, strict=True):
         e.access_count, e.last_accessed_at, e.decay_factor = u.access_count, now, u.decay_factor  # type: ignore[assignment]

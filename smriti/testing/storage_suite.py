@@ -304,6 +304,46 @@ class StorageBackendTests:
         assert_engram_equal(got, want)
         assert backend.count_engrams() == 1
 
+    def test_strengthen_engrams_is_read_back_at_once_and_kept(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        # Recall strengthens twice in a row; a backend may write after returning, but
+        # every read (by id, listing, stats, export, another session) sees both.
+        engrams = [build.engram(i, last_accessed_at=T0) for i in range(1, 4)]
+        for e in engrams:
+            self.store(backend, e)
+        first, second = T0 + timedelta(days=2), T0 + timedelta(days=2, seconds=5)
+        backend.strengthen_engrams(
+            [EngramUpdate(engrams[0].id, access_count=1, last_accessed_at=first, decay_factor=0.9)]
+        )
+        backend.strengthen_engrams(
+            [
+                EngramUpdate(e.id, access_count=2, last_accessed_at=second, decay_factor=0.95)
+                for e in engrams[:2]
+            ]
+            + [EngramUpdate("missing", access_count=1)]
+        )
+        want = {
+            e.id: e.with_changes(access_count=2, last_accessed_at=second, decay_factor=0.95)
+            for e in engrams[:2]
+        } | {engrams[2].id: engrams[2]}
+        for e in backend.get_engrams(list(want)):
+            assert_engram_equal(e, want[e.id])
+        assert [e.id for e in backend.list_engrams(2)] == ["e00002", "e00001"]
+        stats = {s.id: (s.access_count, s.decay_factor) for s in backend.engram_stats()}
+        assert stats["e00001"] == (2, 0.95), stats
+        assert stats["e00003"] == (engrams[2].access_count, engrams[2].decay_factor)
+        assert {e.id: e.access_count for e in backend.iter_engrams()}["e00002"] == 2
+        backend.strengthen_engrams([EngramUpdate(engrams[2].id, access_count=7)])
+        again = self.reopen(backend)
+        try:
+            got = {e.id: e for e in again.get_engrams(list(want))}
+            for key, e in want.items():
+                expect = e.with_changes(access_count=7) if key == "e00003" else e
+                assert_engram_equal(got[key], expect)
+        finally:
+            again.close()
+
     def test_update_cluster_ids_in_batch(
         self, backend: StorageBackend, build: GraphBuilder
     ) -> None:

@@ -38,6 +38,7 @@ from smriti_backend_kuzu.codec import (
 from smriti_backend_kuzu.cooccurs import CoOccursMixin
 from smriti_backend_kuzu.mirror import GraphMirror
 from smriti_backend_kuzu.queries import QueriesMixin
+from smriti_backend_kuzu.strengthen import StrengthenMixin
 from smriti_backend_kuzu.writes import WritesMixin
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ def load_driver() -> ModuleType:
         raise BackendError("the Kùzu driver is not installed: pip install 'smriti[kuzu]'") from None
 
 
-class KuzuBackend(CoOccursMixin, WritesMixin, QueriesMixin, StorageBackend):
+class KuzuBackend(CoOccursMixin, StrengthenMixin, WritesMixin, QueriesMixin, StorageBackend):
     """Embedded Kùzu graph database, one file per user, with in-process vector caches."""
 
     name: ClassVar[str] = "kuzu"
@@ -109,6 +110,7 @@ class KuzuBackend(CoOccursMixin, WritesMixin, QueriesMixin, StorageBackend):
         self._pending = 0
         self._worker: ThreadPoolExecutor | None = None
         self._worker_lock = threading.Lock()
+        self._init_strengthening()
 
     @classmethod
     def from_settings(cls, settings: Settings, user: str) -> KuzuBackend:
@@ -170,6 +172,11 @@ class KuzuBackend(CoOccursMixin, WritesMixin, QueriesMixin, StorageBackend):
 
     def close(self) -> None:
         """Close every connection and the database; safe to call twice."""
+        if self._db is not None:
+            try:
+                self.flush_strengthening()
+            except Exception as exc:  # closing must not fail; the values are lost
+                log.error("access strengthening not saved", path=str(self.path), error=str(exc))
         with self._write_lock, self._conns_lock:
             for conn in self._conns:
                 with suppress(Exception):  # best effort; closing the db below flushes
@@ -188,6 +195,7 @@ class KuzuBackend(CoOccursMixin, WritesMixin, QueriesMixin, StorageBackend):
             if self._worker is not None:
                 self._worker.shutdown(wait=True)
                 self._worker = None
+        self._stop_strengthening()
 
     # -- connections and transactions ---------------------------------------------------
     def _conn(self) -> Any:
@@ -224,7 +232,10 @@ class KuzuBackend(CoOccursMixin, WritesMixin, QueriesMixin, StorageBackend):
         return conn.execute(prepared, params or {})
 
     def _q(self, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
-        """Run a read query on this thread's connection and return all rows."""
+        """Run a read query on this thread's connection and return all rows (after any
+        access strengthening still being written: Kùzu must not lag the mirror)."""
+        if self.strengthening_unsaved():
+            self.flush_strengthening()
         try:
             return self._exec(self._conn(), query, params).get_all()
         except RuntimeError as exc:

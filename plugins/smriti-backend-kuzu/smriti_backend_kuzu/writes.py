@@ -341,6 +341,11 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         engram by primary key; groups of ``STAGED_UPDATE`` or more (consolidation) are
         staged (COPY into a scratch table, one join); sizes in between use ``UNWIND``.
         """
+        self.write_updates(updates, to_mirror=True)
+
+    def write_updates(self, updates: Sequence[EngramUpdate], to_mirror: bool) -> None:
+        """``update_engrams``; the mirror too when ``to_mirror`` (strengthening updated
+        it before, and may have changed it again since)."""
         self._ensure_staging()
         for batch in batched(updates, STAGED_BATCH):
             groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
@@ -380,7 +385,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                                 f"UNWIND $rows AS r MATCH (e:Engram {{id: r.id}}) SET {sets}",
                                 {"rows": rows},
                             )
-                mirror = self.mirror
+                mirror = self.mirror if to_mirror else None
                 if mirror is not None:
                     for rows in groups.values():
                         for r in rows:

@@ -8,7 +8,7 @@ import sys
 import textwrap
 import threading
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import kuzu
@@ -371,3 +371,52 @@ def test_failed_import_commit_leaves_store_and_caches_as_they_were(
     backend.import_records(later, [fresh], [Link(e.id, fresh.id, 1.0) for e in later], [], [])
     assert backend.count_engrams() == 6
     assert len(backend.engrams_for_cues([fresh.id], 10)[fresh.id]) == 3
+
+
+def _strengthened(backend: KuzuBackend, when: datetime) -> None:
+    backend.strengthen_engrams(
+        [EngramUpdate("e00001", access_count=42, last_accessed_at=when, decay_factor=0.99)]
+    )
+
+
+def test_strengthening_is_in_kuzu_before_any_query_of_it(kuzu_factory: Factory) -> None:
+    # The background write cannot start while this thread holds the write lock, so
+    # only the flush before each query can make Kùzu's answer current.
+    backend = kuzu_factory("alice")
+    for i in (1, 2):
+        backend.add_memory(build.engram(i), [], [])
+    when = datetime(2031, 1, 1, tzinfo=UTC)
+    with backend._write_lock:
+        _strengthened(backend, when)
+        assert backend.strengthening_unsaved()
+        assert [e.id for e in backend.list_engrams(1)] == ["e00001"]
+        assert backend._q("MATCH (e:Engram {id: 'e00001'}) RETURN e.access_count") == [[42]]
+    assert not backend.strengthening_unsaved()
+
+
+def test_close_saves_strengthening_not_yet_written(kuzu_factory: Factory) -> None:
+    backend = kuzu_factory("alice")
+    backend.add_memory(build.engram(1), [], [])
+    when = datetime(2031, 1, 1, tzinfo=UTC)
+    gate = threading.Event()  # holds the background write back until close has flushed
+    background = backend._strengthen_in_background
+    backend._strengthen_in_background = lambda: (gate.wait(60), background())  # type: ignore[method-assign]
+    _strengthened(backend, when)
+    opener = threading.Timer(0.5, gate.set)  # close waits for the background thread
+    opener.start()
+    backend.close()
+    opener.join()
+    again = kuzu_factory("alice")
+    [got] = again.get_engrams(["e00001"])
+    assert (got.access_count, got.last_accessed_at, got.decay_factor) == (42, when, 0.99)
+
+
+def test_strengthening_does_not_undo_a_later_one(kuzu_factory: Factory) -> None:
+    # A write of older values must not put them back into the mirror.
+    backend = kuzu_factory("alice")
+    backend.add_memory(build.engram(1), [], [])
+    for n in range(1, 40):
+        backend.strengthen_engrams([EngramUpdate("e00001", access_count=n)])
+        assert backend.get_engrams(["e00001"])[0].access_count == n
+    backend.flush_strengthening()
+    assert backend._q("MATCH (e:Engram {id: 'e00001'}) RETURN e.access_count") == [[39]]
