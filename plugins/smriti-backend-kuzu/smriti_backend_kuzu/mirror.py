@@ -307,8 +307,13 @@ class GraphMirror:
                 elif before != strength:
                     self.ranking.restrengthened(cue, key, strength, row[3])  # type: ignore[arg-type]
 
-    def put_associations(self, edges: Iterable[Association], stored: bool = False) -> None:
+    def put_associations(
+        self, edges: Iterable[Association], stored: bool = False, undated: datetime | None = None
+    ) -> None:
+        """Insert or update edges; ``undated`` is the creation time of an edge without one
+        (as the store wrote it)."""
         as_stored = _same if stored else stored_time
+        undated = as_stored(undated)
         with self.lock:
             rows = self.rows
             for a in edges:
@@ -317,7 +322,12 @@ class GraphMirror:
                     continue
                 src, dst = src_row[_KEY], dst_row[_KEY]
                 old = self.out.get(src, {}).get(dst)  # type: ignore[call-overload]
-                created = old[2] if old is not None else as_stored(a.created_at)
+                if old is not None:
+                    created = old[2]
+                elif a.created_at is None:
+                    created = undated
+                else:
+                    created = as_stored(a.created_at)
                 value = (float(a.strength), a.relation_type, created)
                 self.out.setdefault(src, {})[dst] = value  # type: ignore[index]
                 self.inn.setdefault(dst, {})[src] = value  # type: ignore[index]

@@ -324,13 +324,14 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             self._exec(conn, ENGRAM_SET_CLUSTER, {"id": source, "c": cluster})
 
     @staticmethod
-    def _assoc_row(a: Association) -> dict[str, Any]:
+    def _assoc_row(a: Association, undated: datetime | None = None) -> dict[str, Any]:
+        """Parameters of one edge; ``undated`` (default: now) stands in for no time."""
         return {
             "a": a.source_id,
             "b": a.target_id,
             "s": float(a.strength),
             "t": a.relation_type,
-            "ts": ts_in(a.created_at or utcnow()),
+            "ts": ts_in(a.created_at or undated or utcnow()),
         }
 
     # -- updates and deletes ------------------------------------------------------------
@@ -448,11 +449,12 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         erows = [engram_params(e) for e in engrams]
         vectors = [(e.id, as_vector(e.embedding)) for e in engrams if e.embedding is not None]
         crows = [cue_params(c) for c in cues]
-        now = ts_in(utcnow())
+        now_at = utcnow()
+        now = ts_in(now_at)
         lrows = [
             {"e": x.engram_id, "c": x.cue_id, "s": float(x.strength), "ts": now} for x in links
         ]
-        arows = [self._assoc_row(a) for a in associations]
+        arows = [self._assoc_row(a, now_at) for a in associations]
         orows = [
             {"a": c.source_id, "b": c.target_id, "s": float(c.strength)} for c in cooccurrences
         ]
@@ -465,7 +467,9 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                     mirror.put_engram(e, self.label(e.memory_type))
                 known = set(self.cues_by_id)
                 mirror.put_links((r["e"], r["c"], r["s"]) for r in lrows if r["c"] in known)
-                mirror.put_associations(_assoc_from_rows(arows), stored=True)
+                # The objects as given (an aware UTC time is kept as it is): building
+                # them again from the rows took ~1.4 s for a 100k import's 300k edges.
+                mirror.put_associations(associations, undated=now_at)
 
         # The links' CSV is made on the worker while Kùzu creates the engrams (it
         # releases the GIL); used when every link is new, as when restoring.

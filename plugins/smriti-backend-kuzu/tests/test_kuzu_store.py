@@ -18,7 +18,7 @@ from smriti_backend_kuzu.backend import DB_FILE, KuzuBackend
 
 from smriti.config import Settings
 from smriti.errors import BackendError, StoreLockedError
-from smriti.model import CoOccurrence, EngramUpdate, Link
+from smriti.model import Association, CoOccurrence, EngramUpdate, Link
 from smriti.plugins import Registry, create_plugin_manager
 from smriti.testing import GraphBuilder
 
@@ -420,3 +420,16 @@ def test_strengthening_does_not_undo_a_later_one(kuzu_factory: Factory) -> None:
         assert backend.get_engrams(["e00001"])[0].access_count == n
     backend.flush_strengthening()
     assert backend._q("MATCH (e:Engram {id: 'e00001'}) RETURN e.access_count") == [[39]]
+
+
+def test_imported_undated_association_has_one_time_in_mirror_and_store(
+    kuzu_factory: Factory,
+) -> None:
+    backend = kuzu_factory("alice")
+    backend.import_records([build.engram(1), build.engram(2)], [], [], [], [])
+    backend.import_records([], [], [], [Association("e00001", "e00002", 0.8)], [])
+    [cached] = backend.associations_of(["e00001"], 5)
+    assert cached.created_at is not None
+    backend.close()
+    [stored] = kuzu_factory("alice").associations_of(["e00001"], 5)
+    assert stored == cached
