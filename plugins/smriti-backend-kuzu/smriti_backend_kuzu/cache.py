@@ -75,7 +75,7 @@ class QuantisedRows:
     @staticmethod
     def offset(codes: np.ndarray) -> np.ndarray:
         """int8 codes as uint8, offset by 128."""
-        return (codes.view(np.uint8) ^ np.uint8(0x80)).view(np.uint8)
+        return codes.view(np.uint8) ^ np.uint8(0x80)
 
     def set_rows(self, start: int, rows: np.ndarray) -> None:
         """Quantise ``rows`` into positions ``start..``."""
