@@ -39,6 +39,7 @@ from smriti_backend_kuzu.cooccurs import CoOccursMixin
 from smriti_backend_kuzu.mirror import GraphMirror
 from smriti_backend_kuzu.queries import QueriesMixin
 from smriti_backend_kuzu.strengthen import StrengthenMixin
+from smriti_backend_kuzu.writebehind import WriteBehindMixin
 from smriti_backend_kuzu.writes import WritesMixin
 
 if TYPE_CHECKING:
@@ -72,7 +73,9 @@ def load_driver() -> ModuleType:
         raise BackendError("the Kùzu driver is not installed: pip install 'smriti[kuzu]'") from None
 
 
-class KuzuBackend(CoOccursMixin, StrengthenMixin, WritesMixin, QueriesMixin, StorageBackend):
+class KuzuBackend(
+    CoOccursMixin, StrengthenMixin, WriteBehindMixin, WritesMixin, QueriesMixin, StorageBackend
+):
     """Embedded Kùzu graph database, one file per user, with in-process vector caches."""
 
     name: ClassVar[str] = "kuzu"
@@ -111,6 +114,7 @@ class KuzuBackend(CoOccursMixin, StrengthenMixin, WritesMixin, QueriesMixin, Sto
         self._worker: ThreadPoolExecutor | None = None
         self._worker_lock = threading.Lock()
         self._init_strengthening()
+        self._init_write_behind()
 
     @classmethod
     def from_settings(cls, settings: Settings, user: str) -> KuzuBackend:
@@ -159,10 +163,11 @@ class KuzuBackend(CoOccursMixin, StrengthenMixin, WritesMixin, QueriesMixin, Sto
 
     def _prepare(self) -> None:
         conn = self._conn()
-        with self._write_lock:
+        with self._exclusive():
             applied = schema.migrate(conn)
         if applied:
             log.info("kuzu schema migrated", path=str(self.path), versions=applied)
+        self._replay_journal()
         dims = self.get_meta("vector_index_dims")
         self.vector_index_dims = int(dims) if dims else None
         self._load_cue_cache()
@@ -177,7 +182,8 @@ class KuzuBackend(CoOccursMixin, StrengthenMixin, WritesMixin, QueriesMixin, Sto
                 self.flush_strengthening()
             except Exception as exc:  # closing must not fail; the values are lost
                 log.error("access strengthening not saved", path=str(self.path), error=str(exc))
-        with self._write_lock, self._conns_lock:
+        self._stop_writing()
+        with self._write_lock, self._kuzu_lock, self._conns_lock:
             for conn in self._conns:
                 with suppress(Exception):  # best effort; closing the db below flushes
                     conn.close()
@@ -205,7 +211,7 @@ class KuzuBackend(CoOccursMixin, StrengthenMixin, WritesMixin, QueriesMixin, Sto
             if self._db is None:
                 raise BackendError(f"the Kùzu store {self.path} is not open")
             conn = self._driver.Connection(self._db)  # type: ignore[union-attr]
-            with self._write_lock:  # LOAD is a write transaction in Kùzu
+            with self._kuzu_lock:  # LOAD is a write transaction in Kùzu
                 for extension in ("fts", "vector"):
                     conn.execute(f"LOAD {extension}")
             with self._conns_lock:
@@ -232,8 +238,10 @@ class KuzuBackend(CoOccursMixin, StrengthenMixin, WritesMixin, QueriesMixin, Sto
         return conn.execute(prepared, params or {})
 
     def _q(self, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
-        """Run a read query on this thread's connection and return all rows (after any
-        access strengthening still being written: Kùzu must not lag the mirror)."""
+        """Run a read query on this thread's connection and return all rows (after the
+        queued memories and any access strengthening still being written: Kùzu must not
+        lag the mirror)."""
+        self.write_queued()
         if self.strengthening_unsaved():
             self.flush_strengthening()
         try:
@@ -274,7 +282,7 @@ class KuzuBackend(CoOccursMixin, StrengthenMixin, WritesMixin, QueriesMixin, Sto
         stored (a vector search may return a new id meanwhile; fetching its engram waits
         for the lock). If the commit or ``meanwhile`` fails, the caches are reloaded
         from the store."""
-        with self._write_lock:
+        with self._exclusive():
             conn = self._conn()
             conn.execute("BEGIN TRANSACTION")
             try:

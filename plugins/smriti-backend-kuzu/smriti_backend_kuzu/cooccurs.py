@@ -18,6 +18,7 @@ consolidation and export), and whenever ``FOLD_PENDING`` rows have accumulated.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from itertools import permutations
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +51,7 @@ class CoOccursMixin(_Self):  # type: ignore[misc,valid-type]
     def fold_cooccurrences(self) -> int:
         """Apply every pending memory's co-occurrences to the edges; returns how many."""
         with self._write_lock:
+            self.write_queued()  # queued memories count once written
             if not self._pending:
                 return 0
             with self._errors(), self._write() as conn:
@@ -58,9 +60,11 @@ class CoOccursMixin(_Self):  # type: ignore[misc,valid-type]
         log.debug("kuzu co-occurrences folded", path=str(self.path), memories=folded)
         return folded
 
-    def _fold(self, conn: Any) -> int:
+    def _fold(self, conn: Any, new_cues: Iterable[str] = ()) -> int:
+        """Fold in ``conn``'s transaction; ``new_cues`` are created in it too (and may not
+        be in ``cues_by_id`` yet)."""
         rows = self._exec(conn, "MATCH (p:CoOccursPending) RETURN p.cues").get_all()
-        known = self.cues_by_id
+        known = self.cues_by_id.keys() | set(new_cues)
         new: list[dict[str, Any]] = []
         deltas: Counter[tuple[str, str]] = Counter()
         for (cues,) in rows:

@@ -12,7 +12,7 @@ import io
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
 from functools import lru_cache
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from smriti.errors import BackendError
 from smriti.logs import get_logger
 from smriti.model import (
     Association,
@@ -32,7 +33,7 @@ from smriti.model import (
     normalise_cue_name,
     utcnow,
 )
-from smriti.storage import AssociationSearch, StoredMemory, batched
+from smriti.storage import StoredMemory, batched
 from smriti_backend_kuzu.codec import (
     ENGRAM_CREATE,
     ENGRAM_CREATE_ONE,
@@ -44,6 +45,7 @@ from smriti_backend_kuzu.codec import (
     vec_literal,
     vec_out,
 )
+from smriti_backend_kuzu.writebehind import MemoryWrite
 
 if TYPE_CHECKING:
     from smriti_backend_kuzu.backend import KuzuBackend as _Self
@@ -122,17 +124,15 @@ def _update_statement(fields: tuple[str, ...], n: int) -> str:
 
 
 @lru_cache(maxsize=128)
-def _assoc_statement(n: int, set_cluster: bool = False) -> str:
-    """AssociatedWith edges from ``$a`` to ``$b0..`` (all known to exist), and when
-    ``set_cluster`` the cluster ``$c`` of ``$a``."""
+def _assoc_statement(n: int) -> str:
+    """AssociatedWith edges from ``$a`` to ``$b0..`` (all known to exist)."""
     match = ", ".join(["(a:Engram {id: $a})", *(f"(b{i}:Engram {{id: $b{i}}})" for i in range(n))])
     edges = ", ".join(
         f"(a)-[:AssociatedWith {{strength: $s{i}, relation_type: $t{i}, created_at: $ts{i}}}]->"
         f"(b{i})"
         for i in range(n)
     )
-    cluster = " SET a.cluster_id = $c" if set_cluster else ""
-    return f"MATCH {match}{cluster} CREATE {edges}"
+    return f"MATCH {match} CREATE {edges}"
 
 
 @lru_cache(maxsize=8)
@@ -146,7 +146,6 @@ def _memory_nodes(cues: bool, pending: bool) -> str:
     return statement + " WITH 1 AS one UNWIND $rows AS r " + _CUE_CREATE_ROW if cues else statement
 
 
-ENGRAM_SET_CLUSTER = "MATCH (e:Engram {id: $id}) SET e.cluster_id = $c"
 _CUE_CREATE_ROW = (
     "CREATE (:Cue {id: r.id, name: r.name, cue_type: r.cue_type, embedding: r.embedding})"
 )
@@ -220,27 +219,8 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         edges = list(associations)
         return self._add_memory(engram, cues, lambda: (edges, engram.cluster_id))
 
-    def add_memory_with_search(
-        self, engram: Engram, cues: Sequence[Cue], search: AssociationSearch
-    ) -> StoredMemory:
-        """Run ``search`` on a worker thread while the engram, cues and links are written.
-
-        The search reads only the in-process caches, and Kùzu and the int8 scan both
-        release the GIL, so the two overlap; the associations and the cluster are written
-        last, in the same transaction. Without the caches (too large a store for
-        ``KUZU_CACHE_MB``) the search would query Kùzu, so it runs first instead.
-        """
-        if self.mirror is None or self.engram_cache is None:
-            return super().add_memory_with_search(engram, cues, search)
-        future = self.worker().submit(search)
-        try:
-            return self._add_memory(engram, cues, future.result)
-        finally:
-            wait([future])  # a failed write must not leave the search running on
-
     def worker(self) -> ThreadPoolExecutor:
-        """A thread for work that overlaps a write: a store's association search, an
-        import's commit."""
+        """A thread for work that overlaps a write: an import's commit, its CSV."""
         with self._worker_lock:
             if self._worker is None:
                 self._worker = ThreadPoolExecutor(1, thread_name_prefix="smriti-kuzu")
@@ -252,57 +232,79 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         cues: Sequence[Cue],
         found: Callable[[], tuple[Sequence[Association], int]],
     ) -> StoredMemory:
-        """Write ``engram`` and ``cues``, then the edges and cluster ``found()`` returns."""
+        """Store ``engram`` and ``cues`` with the edges and cluster ``found()`` returns.
+
+        With the caches on, the memory is journaled and written to Kùzu in the
+        background (``writebehind``); without them, written here in one transaction.
+        """
         vector = None if engram.embedding is None else as_vector(engram.embedding)
         if vector is not None and self.engram_cache is not None:
             self.engram_cache.check_dims(vector)
-        row = engram_params(engram)
         with self._write_lock:
             stored_cues, new_cues = self._resolve_cues(cues)
-            ids = [c.id for c in stored_cues]
-            ts = row["created_at"]
-            with self._errors(), self._write() as conn:
-                # The new nodes (engram, new cues, the CoOccursPending row) in one
-                # CREATE: 0.9 ms less per store at 100k than three statements (measured
-                # with the cues as per-cue parameters; UNWIND keeps 4 shapes). Links and
-                # associations stay separate: one statement with their MATCHes measured
-                # slower (add_memory p50 6.9-9.8 ms against 5.7-6.1 ms).
-                pending = len(ids) >= 2
-                params = dict(row)
-                if pending:
-                    params["pending"] = ids
-                if new_cues:
-                    params["rows"] = [cue_params(c) for c in new_cues]
-                self._exec(conn, _memory_nodes(bool(new_cues), pending), params)
-                if ids and link_by_key(len(ids), len(self.cues_by_id) + len(new_cues)):
-                    keys = {f"c{i}": cid for i, cid in enumerate(ids)}
-                    self._exec(conn, _link_statement(len(ids)), {"e": engram.id, "ts": ts, **keys})
-                elif ids:
-                    self._exec(conn, _LINK, {"e": engram.id, "cs": ids, "ts": ts})
-                edges, cluster = found()
-                assoc_rows = [self._assoc_row(a) for a in edges]
-                moved = None if cluster == engram.cluster_id else int(cluster)
-                if assoc_rows or moved is not None:
-                    self._add_associations(conn, engram.id, assoc_rows, moved)
-                if moved is not None:
-                    engram = replace(engram, cluster_id=moved)
-                if vector is not None and self.vector_index_dims == vector.shape[0]:
-                    self._index_vectors(conn, [(engram.id, vector)])
+            if self.mirror is not None:
+                self._check_new_ids(engram.id, new_cues)
+            edges, cluster = found()
+            if cluster != engram.cluster_id:
+                engram = replace(engram, cluster_id=int(cluster))
+            memory = MemoryWrite(
+                row=engram_params(engram),
+                new_cues=[cue_params(c) for c in new_cues],
+                cue_ids=[c.id for c in stored_cues],
+                assoc=[self._assoc_row(a) for a in edges],
+            )
+            if self.mirror is not None:
+                self._enqueue(memory)
+            else:
+                with self._errors(), self._write() as conn:
+                    self._write_memory(conn, memory)
             self.remember_cues(new_cues)
             if vector is not None and self.engram_cache is not None:
                 self.engram_cache.put_many([(engram.id, vector, self.label(engram.memory_type))])
             if self.mirror is not None:
                 self.mirror.put_engram(engram, self.label(engram.memory_type))
-                self.mirror.put_links((engram.id, cid, 1.0) for cid in ids)
-                self.mirror.put_associations(_assoc_from_rows(assoc_rows), stored=True)
-            self._count_pending(pending)
+                self.mirror.put_links((engram.id, cid, 1.0) for cid in memory.cue_ids)
+                self.mirror.put_associations(_assoc_from_rows(memory.assoc), stored=True)
+            else:
+                self._count_pending(memory.pending)
         return StoredMemory(engram=engram, cues=stored_cues, associations=len(edges))
 
-    def _add_associations(
-        self, conn: Any, source: str, rows: list[dict[str, Any]], cluster: int | None = None
-    ) -> None:
-        """AssociatedWith edges of a new engram to existing targets (missing ones skipped),
-        and its cluster when ``cluster`` is given (in the same statement when possible)."""
+    def _check_new_ids(self, engram_id: str, new_cues: Sequence[Cue]) -> None:
+        """Refuse what Kùzu would refuse in the background write: ids already taken."""
+        if self.mirror is not None and engram_id in self.mirror.rows:
+            raise BackendError(f"an engram with id {engram_id!r} is already stored")
+        for cue in new_cues:
+            if cue.id in self.cues_by_id:
+                raise BackendError(f"a cue with id {cue.id!r} is already stored")
+
+    def _write_memory(self, conn: Any, memory: MemoryWrite) -> None:
+        """The statements of one new memory, in the caller's transaction."""
+        # The new nodes (engram, new cues, the CoOccursPending row) in one CREATE: 0.9 ms
+        # less per store at 100k than three statements (measured with the cues as
+        # per-cue parameters; UNWIND keeps 4 shapes). Links and associations stay
+        # separate: one statement with their MATCHes measured slower (add_memory p50
+        # 6.9-9.8 ms against 5.7-6.1 ms).
+        row, ids = memory.row, memory.cue_ids
+        key, ts = row["id"], row["created_at"]
+        params = dict(row)
+        if memory.pending:
+            params["pending"] = ids
+        if memory.new_cues:
+            params["rows"] = memory.new_cues
+        self._exec(conn, _memory_nodes(bool(memory.new_cues), memory.pending), params)
+        if ids and link_by_key(len(ids), len(self.cues_by_id) + len(memory.new_cues)):
+            keys = {f"c{i}": cid for i, cid in enumerate(ids)}
+            self._exec(conn, _link_statement(len(ids)), {"e": key, "ts": ts, **keys})
+        elif ids:
+            self._exec(conn, _LINK, {"e": key, "cs": ids, "ts": ts})
+        if memory.assoc:
+            self._add_associations(conn, key, memory.assoc)
+        vector = vec_out(row["embedding"]) if self.vector_index_dims else None
+        if vector is not None and self.vector_index_dims == vector.shape[0]:
+            self._index_vectors(conn, [(key, vector)])
+
+    def _add_associations(self, conn: Any, source: str, rows: list[dict[str, Any]]) -> None:
+        """AssociatedWith edges of a new engram to existing targets (missing ones skipped)."""
         mirror = self.mirror
         if mirror is not None and all(r["a"] == source for r in rows):
             # A new engram has no edges yet, so CREATE (not MERGE); the last row per
@@ -310,18 +312,13 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             targets = {r["b"]: r for r in rows if r["b"] in mirror.rows or r["b"] == source}
             if targets:
                 params: dict[str, Any] = {"a": source}
-                if cluster is not None:
-                    params["c"] = cluster
                 for i, r in enumerate(targets.values()):
                     params.update(
                         {f"b{i}": r["b"], f"s{i}": r["s"], f"t{i}": r["t"], f"ts{i}": r["ts"]}
                     )
-                self._exec(conn, _assoc_statement(len(targets), cluster is not None), params)
-                return
+                self._exec(conn, _assoc_statement(len(targets)), params)
         elif rows:
             self._exec(conn, _ASSOC, {"rows": rows})
-        if cluster is not None:
-            self._exec(conn, ENGRAM_SET_CLUSTER, {"id": source, "c": cluster})
 
     @staticmethod
     def _assoc_row(a: Association, undated: datetime | None = None) -> dict[str, Any]:
@@ -553,7 +550,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         if self._staging_ready:
             return
         columns = ", ".join(f"{f} {t}" for f, t in _STAGED_TYPES.items())
-        with self._write_lock, self._errors():
+        with self._exclusive(), self._errors():
             self._conn().execute(
                 f"CREATE NODE TABLE IF NOT EXISTS {STAGING_TABLE}"
                 f"(id STRING, {columns}, PRIMARY KEY(id))"
@@ -676,7 +673,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         search now, and the index would slow every write (rebuilt if the cache is off)."""
         if self.mirror is None or FTS_INDEX not in self.index_names():
             return
-        with self._write_lock, self._errors():
+        with self._exclusive(), self._errors():
             self._conn().execute(f"CALL DROP_FTS_INDEX('Engram', '{FTS_INDEX}')")
         self._schema_epoch += 1
         log.info("kuzu text index dropped: the mirror serves text search", path=str(self.path))
@@ -695,7 +692,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         if self.mirror is not None or self.count_engrams() <= min_engrams:
             return []
         created: list[str] = []
-        with self._write_lock, self._errors():
+        with self._exclusive(), self._errors():
             existing = self.index_names()
             if FTS_INDEX not in existing:
                 self._conn().execute(
@@ -729,7 +726,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
     # -- metadata -------------------------------------------------------------------------
     def set_meta(self, key: str, value: str) -> None:
         """Store a per-user metadata value."""
-        with self._write_lock, self._errors():
+        with self._exclusive(), self._errors():
             self._exec(
                 self._conn(), "MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value}
             )

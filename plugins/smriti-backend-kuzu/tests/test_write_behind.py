@@ -1,0 +1,175 @@
+"""New memories reach Kùzu after the store returns, through a durable journal."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from smriti_backend_kuzu.backend import DB_FILE, KuzuBackend
+
+from smriti.errors import BackendError
+from smriti.model import Association
+from smriti.testing import GraphBuilder
+
+Factory = Callable[..., KuzuBackend]
+build = GraphBuilder(8)
+
+
+def _hold_writes(backend: KuzuBackend) -> threading.Event:
+    """Keep the background write from running until the returned event is set."""
+    gate = threading.Event()
+    background = backend._write_in_background
+    backend._write_in_background = lambda: (gate.wait(60), background())  # type: ignore[method-assign]
+    return gate
+
+
+def _kuzu_ids(backend: KuzuBackend) -> list[str]:
+    return sorted(r[0] for r in backend._q("MATCH (e:Engram) RETURN e.id"))
+
+
+def test_store_returns_before_kuzu_has_it_and_reads_see_it(kuzu_factory: Factory) -> None:
+    backend = kuzu_factory("alice")
+    gate = _hold_writes(backend)
+    backend.add_memory(build.engram(1), [build.cue("x"), build.cue("y")], [])
+    assert backend.writes_queued() == 1
+    assert backend.journal_path.stat().st_size > 0
+    assert [e.id for e in backend.get_engrams(["e00001"])] == ["e00001"]  # from the mirror
+    # A query of Kùzu itself writes the queued memory first.
+    assert _kuzu_ids(backend) == ["e00001"]
+    assert backend.writes_queued() == 0
+    assert backend.journal_path.stat().st_size == 0
+    links = backend._q("MATCH (:Engram {id: 'e00001'})-[:EncodedBy]->(c:Cue) RETURN c.name")
+    assert sorted(r[0] for r in links) == ["x", "y"]
+    gate.set()
+
+
+def test_other_writes_come_after_the_queued_memories(kuzu_factory: Factory) -> None:
+    backend = kuzu_factory("alice")
+    gate = _hold_writes(backend)
+    backend.add_memory(build.engram(1), [], [])
+    backend.add_memory(build.engram(2), [], [Association("e00002", "e00001", 0.9)])
+    assert backend.delete_engrams(["e00001"]) == 1  # written, then deleted
+    assert _kuzu_ids(backend) == ["e00002"]
+    assert backend._q("MATCH ()-[r:AssociatedWith]->() RETURN count(r)") == [[0]]
+    gate.set()
+
+
+def test_kill_before_the_background_write_loses_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "alice" / DB_FILE
+    script = textwrap.dedent(
+        f"""
+        import os
+        from smriti.model import Association
+        from smriti.testing import GraphBuilder
+        from smriti_backend_kuzu.backend import KuzuBackend
+        build = GraphBuilder(8)
+        backend = KuzuBackend("alice", {str(path)!r})
+        backend.open()
+        backend.add_memory(build.engram(1), [build.cue("x")], [])
+        backend.count_engrams()  # e00001 is in Kùzu
+        backend._q("RETURN 1")
+        backend._write_in_background = lambda: None  # the background write never runs
+        backend.add_memory(
+            build.engram(2), [build.cue("x"), build.cue("y")],
+            [Association("e00002", "e00001", 0.8)],
+        )
+        assert backend.writes_queued() == 1
+        os._exit(0)  # no close: as if killed
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    assert path.with_name(DB_FILE + ".journal").stat().st_size > 0
+
+    backend = KuzuBackend("alice", path)
+    backend.open()
+    try:
+        assert _kuzu_ids(backend) == ["e00001", "e00002"]
+        [got] = backend.get_engrams(["e00002"])
+        assert got.content == build.engram(2).content
+        assert sorted(link.cue_id for link in backend.cues_of(["e00002"])) == ["c-x", "c-y"]
+        [edge] = [a for a in backend.iter_associations() if a.source_id == "e00002"]
+        assert (edge.target_id, edge.strength) == ("e00001", 0.8)
+        assert backend.counts()["cooccurrences"] == 2  # x<->y, from the replayed memory
+        assert backend.journal_path.stat().st_size == 0
+    finally:
+        backend.close()
+    # Opening again writes nothing twice.
+    again = KuzuBackend("alice", path)
+    again.open()
+    try:
+        assert _kuzu_ids(again) == ["e00001", "e00002"]
+    finally:
+        again.close()
+
+
+def test_unfinished_last_journal_line_is_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "alice" / DB_FILE
+    backend = KuzuBackend("alice", path)
+    backend.open()
+    gate = _hold_writes(backend)
+    backend.add_memory(build.engram(1), [], [])
+    backend.add_memory(build.engram(2), [], [])
+    journal = backend.journal_path.read_bytes()
+    backend._queued.clear()  # close must not write them: the journal is all there is
+    gate.set()
+    backend.close()
+    first, second = journal.splitlines(keepends=True)
+    backend.journal_path.write_bytes(first + second[: len(second) // 2])  # cut mid-append
+
+    backend = KuzuBackend("alice", path)
+    backend.open()
+    try:
+        assert _kuzu_ids(backend) == ["e00001"]
+    finally:
+        backend.close()
+
+
+def test_damaged_journal_line_stops_the_open_and_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "alice" / DB_FILE
+    backend = KuzuBackend("alice", path)
+    backend.open()
+    backend.close()
+    damaged = b'{"row": not json}\n' + b'{"row": {}}\n'
+    path.with_name(DB_FILE + ".journal").write_bytes(damaged)
+    with pytest.raises(BackendError, match="line 1 of the journal"):
+        KuzuBackend("alice", path).open()
+    assert path.with_name(DB_FILE + ".journal").read_bytes() == damaged
+
+
+def test_unwritable_journal_stores_nothing(kuzu_factory: Factory) -> None:
+    backend = kuzu_factory("alice")
+    backend.journal_path.mkdir()  # cannot be opened as a file
+    with pytest.raises(BackendError, match="journal"):
+        backend.add_memory(build.engram(1), [build.cue("x")], [])
+    assert backend.get_engrams(["e00001"]) == []
+    assert backend.count_engrams() == 0
+    assert backend.counts()["cues"] == 0
+
+
+def test_taken_ids_are_refused_before_they_are_queued(kuzu_factory: Factory) -> None:
+    backend = kuzu_factory("alice")
+    backend.add_memory(build.engram(1), [build.cue("x")], [])
+    with pytest.raises(BackendError, match="already stored"):
+        backend.add_memory(build.engram(1, content="same id"), [], [])
+    renamed = build.cue("x").__class__("c-x", "another name", "keyword", build.vec(3))
+    with pytest.raises(BackendError, match="already stored"):
+        backend.add_memory(build.engram(2), [renamed], [])
+    assert backend.writes_queued() == 0
+    assert _kuzu_ids(backend) == ["e00001"]
+
+
+def test_close_writes_what_is_queued(kuzu_factory: Factory, tmp_path: Path) -> None:
+    backend = kuzu_factory("alice")
+    _hold_writes(backend).set()  # runs, but only after close has written the queue
+    for i in range(5):
+        backend.add_memory(build.engram(i), [build.cue(f"k{i}")], [])
+    backend.close()
+    assert backend.journal_path.stat().st_size == 0
+    again = kuzu_factory("alice")
+    assert _kuzu_ids(again) == [f"e0000{i}" for i in range(5)]
