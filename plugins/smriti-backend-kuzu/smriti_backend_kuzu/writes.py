@@ -2,7 +2,9 @@
 
 Every write converts and validates its input first, then runs in one transaction, and
 updates the in-process caches only after the commit, so a failure leaves neither the
-database nor the caches half-changed.
+database nor the caches half-changed. A new memory, with the caches on, is the
+exception: it is journaled, then cached, then written by a background thread
+(``writebehind``).
 """
 
 from __future__ import annotations
@@ -273,9 +275,11 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         """Refuse what Kùzu would refuse in the background write: ids already taken."""
         if self.mirror is not None and engram_id in self.mirror.rows:
             raise BackendError(f"an engram with id {engram_id!r} is already stored")
+        seen: set[str] = set()
         for cue in new_cues:
-            if cue.id in self.cues_by_id:
+            if cue.id in self.cues_by_id or cue.id in seen:
                 raise BackendError(f"a cue with id {cue.id!r} is already stored")
+            seen.add(cue.id)
 
     def _write_memory(self, conn: Any, memory: MemoryWrite) -> None:
         """The statements of one new memory, in the caller's transaction."""

@@ -160,6 +160,9 @@ def test_taken_ids_are_refused_before_they_are_queued(kuzu_factory: Factory) -> 
     renamed = build.cue("x").__class__("c-x", "another name", "keyword", build.vec(3))
     with pytest.raises(BackendError, match="already stored"):
         backend.add_memory(build.engram(2), [renamed], [])
+    twins = [build.cue("p"), build.cue("q").__class__("c-p", "q", "keyword", build.vec(4))]
+    with pytest.raises(BackendError, match="already stored"):
+        backend.add_memory(build.engram(3), twins, [])
     assert backend.writes_queued() == 0
     assert _kuzu_ids(backend) == ["e00001"]
 
