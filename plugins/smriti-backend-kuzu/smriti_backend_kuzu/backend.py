@@ -167,9 +167,9 @@ class KuzuBackend(
             applied = schema.migrate(conn)
         if applied:
             log.info("kuzu schema migrated", path=str(self.path), versions=applied)
-        self._replay_journal()
         dims = self.get_meta("vector_index_dims")
         self.vector_index_dims = int(dims) if dims else None
+        self._replay_journal()  # with the index known: replayed memories are indexed too
         self._load_cue_cache()
         self._load_engram_cache()
         self._load_pending()

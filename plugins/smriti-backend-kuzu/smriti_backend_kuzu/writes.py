@@ -679,6 +679,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             return
         with self._exclusive(), self._errors():
             self._conn().execute(f"CALL DROP_FTS_INDEX('Engram', '{FTS_INDEX}')")
+            self._conn().execute("CHECKPOINT")
         self._schema_epoch += 1
         log.info("kuzu text index dropped: the mirror serves text search", path=str(self.path))
 

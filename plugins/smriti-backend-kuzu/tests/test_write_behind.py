@@ -108,6 +108,65 @@ def test_kill_before_the_background_write_loses_nothing(tmp_path: Path) -> None:
         again.close()
 
 
+def test_replayed_memories_join_an_existing_vector_index(tmp_path: Path) -> None:
+    path = tmp_path / "alice" / DB_FILE
+    off = KuzuBackend("alice", path, cache_mb=0)  # cache off: Kùzu's HNSW index is built
+    off.open()
+    off.add_memory(build.engram(1), [], [])
+    assert off.ensure_indexes(8, 0)
+    off.close()
+    script = textwrap.dedent(
+        f"""
+        import os
+        from smriti.testing import GraphBuilder
+        from smriti_backend_kuzu.backend import KuzuBackend
+        backend = KuzuBackend("alice", {str(path)!r})
+        backend.open()
+        backend._write_in_background = lambda: None
+        backend.add_memory(GraphBuilder(8).engram(2), [], [])
+        os._exit(0)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    again = KuzuBackend("alice", path, cache_mb=0)
+    again.open()
+    try:
+        indexed = sorted(r[0] for r in again._q("MATCH (v:EngramVec) RETURN v.id"))
+        assert indexed == ["e00001", "e00002"]
+    finally:
+        again.close()
+
+
+def test_store_killed_after_dropping_the_text_index_stays_writable(tmp_path: Path) -> None:
+    # Kùzu 0.11.3: a DROP_FTS_INDEX left in the WAL by a killed process made every later
+    # engram write fail ("Cannot find table catalog entry"); the drop is checkpointed.
+    path = tmp_path / "alice" / DB_FILE
+    off = KuzuBackend("alice", path, cache_mb=0)
+    off.open()
+    off.add_memory(build.engram(1), [], [])
+    assert off.ensure_indexes(8, 0)
+    off.close()
+    script = textwrap.dedent(
+        f"""
+        import os
+        from smriti_backend_kuzu.backend import KuzuBackend
+        backend = KuzuBackend("alice", {str(path)!r})  # kept: no close when collected
+        backend.open()  # cache on: drops the text index
+        os._exit(0)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    again = KuzuBackend("alice", path, cache_mb=0)
+    again.open()
+    try:
+        again.add_memory(build.engram(2), [], [])
+        assert _kuzu_ids(again) == ["e00001", "e00002"]
+    finally:
+        again.close()
+
+
 def test_unfinished_last_journal_line_is_ignored(tmp_path: Path) -> None:
     path = tmp_path / "alice" / DB_FILE
     backend = KuzuBackend("alice", path)
