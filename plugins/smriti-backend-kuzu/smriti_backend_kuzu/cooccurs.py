@@ -3,10 +3,10 @@
 Bumping the CoOccurs edges of a 12-cue memory (132 directed pairs) in place costs Kùzu
 0.11.3 ~8 ms at 100k memories: the edges of hub cues are scanned to find the pairs,
 and each property update is a random write. So ``add_memory`` only records the
-memory's cue ids, in the same transaction, as one ``CoOccursPending`` row (created with
+memory's cue ids, in the same transaction, as one ``CoOccursQueue`` row (created with
 the engram, in the same statement).
-``fold_cooccurrences`` turns every pending row into edge updates at once: one COPY of
-the summed deltas into ``CoOccursStage``, one join that adds them to the existing
+``fold_cooccurrences`` turns every pending row into edge updates at once: the summed
+deltas staged in ``CoOccursStage`` (by UNWIND), one join that adds them to the existing
 edges, one COPY that creates the missing ones (~1.5 ms per memory for 2,000 pending).
 
 Nothing is lost or visible half-done: the pending rows are durable and are folded, in
@@ -17,12 +17,14 @@ consolidation and export), and whenever ``FOLD_PENDING`` rows have accumulated.
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from collections.abc import Iterable
 from itertools import permutations
 from typing import TYPE_CHECKING, Any
 
 from smriti.logs import get_logger
+from smriti.storage import batched
 
 if TYPE_CHECKING:
     from smriti_backend_kuzu.backend import KuzuBackend as _Self
@@ -33,6 +35,9 @@ log = get_logger(__name__)
 
 #: Pending memories that trigger a fold on the next store.
 FOLD_PENDING = 1000
+#: Stage rows per UNWIND statement.
+STAGE_BATCH = 5000
+_STAGE_CREATE = "UNWIND $rows AS r CREATE (:CoOccursStage {id: r.id, a: r.a, b: r.b, d: r.d})"
 
 
 class CoOccursMixin(_Self):  # type: ignore[misc,valid-type]
@@ -40,7 +45,7 @@ class CoOccursMixin(_Self):  # type: ignore[misc,valid-type]
 
     def _load_pending(self) -> None:
         """How many memories wait to be folded (read at open)."""
-        self._pending = int(self._q("MATCH (p:CoOccursPending) RETURN count(p)")[0][0])
+        self._pending = int(self._q("MATCH (p:CoOccursQueue) RETURN count(p)")[0][0])
 
     def _count_pending(self, recorded: bool) -> None:
         """After a committed store: fold once ``FOLD_PENDING`` memories are waiting."""
@@ -63,7 +68,7 @@ class CoOccursMixin(_Self):  # type: ignore[misc,valid-type]
     def _fold(self, conn: Any, new_cues: Iterable[str] = ()) -> int:
         """Fold in ``conn``'s transaction; ``new_cues`` are created in it too (and may not
         be in ``cues_by_id`` yet)."""
-        rows = self._exec(conn, "MATCH (p:CoOccursPending) RETURN p.cues").get_all()
+        rows = self._exec(conn, "MATCH (p:CoOccursQueue) RETURN p.cues").get_all()
         known = self.cues_by_id.keys() | set(new_cues)
         new: list[dict[str, Any]] = []
         deltas: Counter[tuple[str, str]] = Counter()
@@ -72,23 +77,29 @@ class CoOccursMixin(_Self):  # type: ignore[misc,valid-type]
             deltas.update(permutations([c for c in dict.fromkeys(cues) if c in known], 2))
         if deltas:
             pairs = list(deltas.items())
+            fold = uuid.uuid4().hex
             stage = [
-                {"id": str(i), "a": a, "b": b, "d": float(d)} for i, ((a, b), d) in enumerate(pairs)
+                {"id": f"{fold}:{i}", "a": a, "b": b, "d": float(d)}
+                for i, ((a, b), d) in enumerate(pairs)
             ]
-            self._copy_rows(conn, "CoOccursStage", stage, ("id", "a", "b", "d"))
+            # Created by UNWIND, not COPY: a node COPY whose rows the same transaction
+            # deletes left a write-ahead log that crashed Kùzu 0.11.3 when replayed
+            # after a kill (bench/kill_stress.py). Keys are never reused (see schema).
+            for batch in batched(stage, STAGE_BATCH):
+                self._exec(conn, _STAGE_CREATE, {"rows": batch})
             matched = self._exec(
                 conn,
                 "MATCH (s:CoOccursStage), (a:Cue)-[x:CoOccurs]->(b:Cue) "
                 "WHERE a.id = s.a AND b.id = s.b SET x.strength = x.strength + s.d RETURN s.id",
             ).get_all()
-            existing = {int(r[0]) for r in matched}
+            existing = {int(r[0].rpartition(":")[2]) for r in matched}
             new = [
                 {"a": a, "b": b, "s": float(d)}
                 for i, ((a, b), d) in enumerate(pairs)
                 if i not in existing
             ]
             self._exec(conn, "MATCH (s:CoOccursStage) DELETE s")
-        self._exec(conn, "MATCH (p:CoOccursPending) DELETE p")
+        self._exec(conn, "MATCH (p:CoOccursQueue) DELETE p")
         # Last: rolling back after a rel COPY loses earlier edges in Kùzu 0.11.3 (README).
         self._copy_rel(conn, "CoOccurs", new, ("a", "b", "s"))
         return len(rows)

@@ -2,7 +2,16 @@
 
 Each migration is a list of idempotent statements (``IF NOT EXISTS``), so a store made
 by any older version of this plugin opens and is brought up to date, and a crash in
-the middle of a migration is repaired by the next open.
+the middle of a migration is repaired by the next open (a statement prefixed
+``IF TABLE name:`` runs only while that table exists).
+
+Version 4 keys the pending co-occurrence rows by their memory's id (``CoOccursQueue``)
+instead of a ``SERIAL`` (``CoOccursPending``, left empty). With the ``SERIAL`` key, a
+store killed after its pending rows had been folded (deleted) could no longer be
+opened in Kùzu 0.11.3: its write-ahead log failed to replay ("Found duplicated primary
+key value 185"), and at its last checkpoint, with no pending row left, inserting one
+failed once the sequence reached 185: the key index still held keys of deleted rows.
+Keys that are never reused avoid it (``bench/kill_stress.py``).
 """
 
 from __future__ import annotations
@@ -52,15 +61,29 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "d DOUBLE, PRIMARY KEY(id))",
         ],
     ),
+    (
+        4,
+        [
+            # Pending co-occurrences keyed by memory id, not by a SERIAL (module doc).
+            "CREATE NODE TABLE IF NOT EXISTS CoOccursQueue(id STRING, cues STRING[], "
+            "PRIMARY KEY(id))",
+            "IF TABLE CoOccursPending: MATCH (p:CoOccursPending) "
+            "MERGE (q:CoOccursQueue {id: 'serial-' + CAST(p.id AS STRING)}) SET q.cues = p.cues",
+            "IF TABLE CoOccursPending: MATCH (p:CoOccursPending) DELETE p",
+        ],
+    ),
 ]
 
 CURRENT_VERSION = MIGRATIONS[-1][0]
 
 
+def _tables(conn: Any) -> set[str]:
+    return {row[1] for row in conn.execute("CALL SHOW_TABLES() RETURN *").get_all()}
+
+
 def stored_version(conn: Any) -> int:
     """The schema version recorded in the store (0 for a new or pre-Meta store)."""
-    tables = {row[1] for row in conn.execute("CALL SHOW_TABLES() RETURN *").get_all()}
-    if "Meta" not in tables:
+    if "Meta" not in _tables(conn):
         return 0
     rows = conn.execute(
         "MATCH (m:Meta {key: $k}) RETURN m.value", {"k": SCHEMA_VERSION_KEY}
@@ -79,6 +102,10 @@ def migrate(conn: Any, target: int = CURRENT_VERSION) -> list[int]:
         if version <= current or version > target:
             continue
         for statement in statements:
+            if statement.startswith("IF TABLE "):
+                table, statement = statement.removeprefix("IF TABLE ").split(": ", 1)
+                if table not in _tables(conn):
+                    continue
             conn.execute(statement)
         conn.execute(
             "MERGE (m:Meta {key: $k}) SET m.value = $v",

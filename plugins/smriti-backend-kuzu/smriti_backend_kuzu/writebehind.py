@@ -69,7 +69,7 @@ class MemoryWrite:
 
     @property
     def pending(self) -> bool:
-        """Whether it records co-occurrences (a CoOccursPending row)."""
+        """Whether it records co-occurrences (a CoOccursQueue row)."""
         return len(self.cue_ids) >= 2
 
     def to_line(self) -> bytes:

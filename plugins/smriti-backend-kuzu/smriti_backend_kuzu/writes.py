@@ -13,6 +13,7 @@ import csv
 import io
 import os
 import tempfile
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -139,11 +140,11 @@ def _assoc_statement(n: int) -> str:
 
 @lru_cache(maxsize=8)
 def _memory_nodes(cues: bool, pending: bool) -> str:
-    """One statement creating a new memory's nodes: the engram, its CoOccursPending row
+    """One statement creating a new memory's nodes: the engram, its CoOccursQueue row
     (``$pending``) if any, and its new cues (``$rows``) if any."""
     nodes = [ENGRAM_CREATE_ONE.removeprefix("CREATE ")]
     if pending:
-        nodes.append("(:CoOccursPending {cues: $pending})")
+        nodes.append("(:CoOccursQueue {id: $id, cues: $pending})")
     statement = "CREATE " + ", ".join(nodes)
     return statement + " WITH 1 AS one UNWIND $rows AS r " + _CUE_CREATE_ROW if cues else statement
 
@@ -160,12 +161,19 @@ _STAGED_TYPES = {
     "cluster_id": "INT64",
     "importance": "DOUBLE",
 }
-#: Groups at least this large are staged: COPY into a scratch table, then one join.
+#: Groups at least this large are staged: rows into a scratch table, then one join.
 #: Per-row ``SET`` through UNWIND costs ~0.5 ms a row in Kùzu 0.11.3 (60k rows: 29 s);
 #: the staged update of the same rows took 0.5 s.
 STAGED_UPDATE = 1000
 STAGED_BATCH = 50_000
-STAGING_TABLE = "EngramUpdateStage"
+#: Replaces ``EngramUpdateStage`` (keyed by engram id, so keys were reused).
+STAGING_TABLE = "EngramUpdateRows"
+STAGE_ROWS_BATCH = 5000
+_STAGE_ROWS = (
+    f"UNWIND $rows AS r CREATE (:{STAGING_TABLE} {{key: r.key, id: r.id, "
+    + ", ".join(f"{f}: CAST(r.{f} AS {t})" for f, t in _STAGED_TYPES.items())
+    + "})"
+)
 
 
 class WritesMixin(_Self):  # type: ignore[misc,valid-type]
@@ -283,7 +291,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
 
     def _write_memory(self, conn: Any, memory: MemoryWrite) -> None:
         """The statements of one new memory, in the caller's transaction."""
-        # The new nodes (engram, new cues, the CoOccursPending row) in one CREATE: 0.9 ms
+        # The new nodes (engram, new cues, the CoOccursQueue row) in one CREATE: 0.9 ms
         # less per store at 100k than three statements (measured with the cues as
         # per-cue parameters; UNWIND keeps 4 shapes). Links and associations stay
         # separate: one statement with their MATCHes measured slower (add_memory p50
@@ -557,18 +565,27 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         with self._exclusive(), self._errors():
             self._conn().execute(
                 f"CREATE NODE TABLE IF NOT EXISTS {STAGING_TABLE}"
-                f"(id STRING, {columns}, PRIMARY KEY(id))"
+                f"(key STRING, id STRING, {columns}, PRIMARY KEY(key))"
             )
         self._staging_ready = True
 
     def _staged_update(
         self, conn: Any, fields: tuple[str, ...], rows: list[dict[str, Any]]
     ) -> None:
-        """Update many engrams at once: COPY the new values in, join, clear the stage.
+        """Update many engrams at once: stage the new values, join, clear the stage.
 
-        A row without one of ``fields`` leaves it unchanged (its stage cell is null)."""
-        rows = list({r["id"]: r for r in rows}.values())  # the stage's key is the id
-        self._copy_rows(conn, STAGING_TABLE, rows, ("id", *_STAGED_TYPES))
+        A row without one of ``fields`` leaves it unchanged (its stage cell is null).
+        The stage is filled by UNWIND, not COPY, under keys never used before: a node
+        COPY whose rows the same transaction deletes left a write-ahead log that
+        crashed Kùzu 0.11.3 when replayed after a kill (``bench/kill_stress.py``)."""
+        token = uuid.uuid4().hex
+        unique = {r["id"]: r for r in rows}.values()
+        staged = [
+            {"key": f"{token}:{i}", "id": r["id"], **{f: r.get(f) for f in _STAGED_TYPES}}
+            for i, r in enumerate(unique)
+        ]
+        for batch in batched(staged, STAGE_ROWS_BATCH):
+            self._exec(conn, _STAGE_ROWS, {"rows": batch})
         sets = ", ".join(f"e.{f} = coalesce(s.{f}, e.{f})" for f in fields)
         self._exec(conn, f"MATCH (e:Engram), (s:{STAGING_TABLE}) WHERE e.id = s.id SET {sets}")
         self._exec(conn, f"MATCH (s:{STAGING_TABLE}) DELETE s")

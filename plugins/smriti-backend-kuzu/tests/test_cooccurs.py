@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
+import kuzu
 import pytest
-from smriti_backend_kuzu import cooccurs
-from smriti_backend_kuzu.backend import KuzuBackend
+from smriti_backend_kuzu import cooccurs, schema
+from smriti_backend_kuzu.backend import DB_FILE, KuzuBackend
 
 from smriti.errors import BackendError
 from smriti.model import CoOccurrence
@@ -17,11 +19,45 @@ build = GraphBuilder(8)
 
 
 def pending_rows(backend: KuzuBackend) -> int:
-    return int(backend._q("MATCH (p:CoOccursPending) RETURN count(p)")[0][0])
+    return int(backend._q("MATCH (p:CoOccursQueue) RETURN count(p)")[0][0])
 
 
 def strengths(backend: KuzuBackend) -> dict[tuple[str, str], float]:
     return {(c.source_id, c.target_id): c.strength for c in backend.iter_cooccurrences()}
+
+
+def test_pending_rows_of_a_version_3_store_are_moved_and_folded(tmp_path: Path) -> None:
+    # Version 3 kept them under a SERIAL key (CoOccursPending); version 4 under the
+    # memory's id (CoOccursQueue), keys Kùzu never sees again once folded.
+    path = tmp_path / "alice" / DB_FILE
+    path.parent.mkdir(parents=True)
+    db = kuzu.Database(str(path))
+    conn = kuzu.Connection(db)
+    assert schema.migrate(conn, target=3) == [1, 2, 3]
+    for name in ("apple", "banana", "cherry"):
+        conn.execute(
+            "CREATE (:Cue {id: $id, name: $n, cue_type: 'keyword'})", {"id": f"c-{name}", "n": name}
+        )
+    for cues in (["c-apple", "c-banana", "c-cherry"], ["c-apple", "c-banana"]):
+        conn.execute("CREATE (:CoOccursPending {cues: $c})", {"c": cues})
+    conn.close()
+    db.close()
+
+    for _ in range(2):  # the second open finds nothing left to move
+        backend = KuzuBackend("alice", path)
+        backend.open()
+        assert backend.get_meta(schema.SCHEMA_VERSION_KEY) == str(schema.CURRENT_VERSION)
+        assert backend._q("MATCH (p:CoOccursPending) RETURN count(p)") == [[0]]
+        backend.close()
+    backend = KuzuBackend("alice", path)
+    backend.open()
+    try:
+        assert pending_rows(backend) == 2
+        got = strengths(backend)
+        assert got[("c-apple", "c-banana")] == 2.0 and got[("c-banana", "c-cherry")] == 1.0
+        assert len(got) == 6 and pending_rows(backend) == 0
+    finally:
+        backend.close()
 
 
 def test_pending_counts_survive_a_restart(kuzu_factory: Factory) -> None:
