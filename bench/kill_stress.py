@@ -10,10 +10,9 @@ writes JSON; exits 1 when a check fails.
     uv run python bench/kill_stress.py --rounds 6
     uv run python bench/kill_stress.py --rounds 6 --no-consolidation --no-recall
 
-Kùzu 0.11.3 fails this (the Kùzu plugin's README, "Known defects"): within a few
-kills the store no longer opens, with "Found duplicated primary key value ..." or a
-segfault while Kùzu replays its write-ahead log. It did at commit ``b72cfa5``, before
-the write-behind journal, as it does after.
+Before commit ``b31f89d`` this failed within a few kills: Kùzu 0.11.3 could not
+replay its write-ahead log ("Found duplicated primary key value ...", or a segfault);
+see the Kùzu plugin's README, "Known defects".
 """
 
 from __future__ import annotations
