@@ -284,13 +284,8 @@ class KuzuBackend(
         from the store."""
         with self._exclusive():
             conn = self._conn()
-            conn.execute("BEGIN TRANSACTION")
-            try:
+            with self._transaction(conn):
                 yield conn
-            except BaseException:
-                with suppress(RuntimeError):  # Kùzu may have rolled back already
-                    conn.execute("ROLLBACK")
-                raise
             if meanwhile is None:
                 self._commit(conn)
                 return
@@ -303,6 +298,18 @@ class KuzuBackend(
                     wait([commit])  # the commit may still run if ``meanwhile`` failed
                     self._reload_caches()
                     raise
+
+    @staticmethod
+    @contextmanager
+    def _transaction(conn: Any) -> Iterator[None]:
+        """``BEGIN`` on ``conn``, rolled back on any error; the caller commits."""
+        conn.execute("BEGIN TRANSACTION")
+        try:
+            yield
+        except BaseException:
+            with suppress(RuntimeError):  # Kùzu may have rolled back already
+                conn.execute("ROLLBACK")
+            raise
 
     def _commit(self, conn: Any) -> None:
         try:

@@ -27,7 +27,7 @@ import os
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -205,18 +205,13 @@ class WriteBehindMixin(_Self):  # type: ignore[misc,valid-type]
     def _write_batch(self, conn: Any, batch: list[MemoryWrite], fold: bool) -> bool:
         """Write ``batch`` in one transaction; with ``fold``, fold the co-occurrences in
         it too once enough memories wait (``FOLD_PENDING``). Returns whether it folded."""
-        conn.execute("BEGIN TRANSACTION")
-        try:
+        with self._transaction(conn):
             for memory in batch:
                 self._write_memory(conn, memory)
             pending = self._pending + sum(m.pending for m in batch)
             folded = fold and pending >= cooccurs.FOLD_PENDING
             if folded:
                 self._fold(conn, (c["id"] for m in batch for c in m.new_cues))
-        except BaseException:
-            with suppress(RuntimeError):  # Kùzu may have rolled back already
-                conn.execute("ROLLBACK")
-            raise
         self._commit(conn)
         return folded
 

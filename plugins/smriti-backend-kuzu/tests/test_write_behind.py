@@ -6,8 +6,10 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from smriti_backend_kuzu.backend import DB_FILE, KuzuBackend
@@ -26,6 +28,24 @@ def _hold_writes(backend: KuzuBackend) -> threading.Event:
     background = backend._write_in_background
     backend._write_in_background = lambda: (gate.wait(60), background())  # type: ignore[method-assign]
     return gate
+
+
+def _run_killed(script: str) -> None:
+    """Run ``script`` (which ends in ``os._exit``) in a new process; it must succeed."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)], capture_output=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr.decode()
+
+
+@contextmanager
+def _opened(path: Path, **kwargs: Any) -> Iterator[KuzuBackend]:
+    backend = KuzuBackend("alice", path, **kwargs)
+    backend.open()
+    try:
+        yield backend
+    finally:
+        backend.close()
 
 
 def _kuzu_ids(backend: KuzuBackend) -> list[str]:
@@ -61,7 +81,7 @@ def test_other_writes_come_after_the_queued_memories(kuzu_factory: Factory) -> N
 
 def test_kill_before_the_background_write_loses_nothing(tmp_path: Path) -> None:
     path = tmp_path / "alice" / DB_FILE
-    script = textwrap.dedent(
+    _run_killed(
         f"""
         import os
         from smriti.model import Association
@@ -82,13 +102,9 @@ def test_kill_before_the_background_write_loses_nothing(tmp_path: Path) -> None:
         os._exit(0)  # no close: as if killed
         """
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
-    assert done.returncode == 0, done.stderr.decode()
     assert path.with_name(DB_FILE + ".journal").stat().st_size > 0
 
-    backend = KuzuBackend("alice", path)
-    backend.open()
-    try:
+    with _opened(path) as backend:
         assert _kuzu_ids(backend) == ["e00001", "e00002"]
         [got] = backend.get_engrams(["e00002"])
         assert got.content == build.engram(2).content
@@ -97,25 +113,16 @@ def test_kill_before_the_background_write_loses_nothing(tmp_path: Path) -> None:
         assert (edge.target_id, edge.strength) == ("e00001", 0.8)
         assert backend.counts()["cooccurrences"] == 2  # x<->y, from the replayed memory
         assert backend.journal_path.stat().st_size == 0
-    finally:
-        backend.close()
-    # Opening again writes nothing twice.
-    again = KuzuBackend("alice", path)
-    again.open()
-    try:
+    with _opened(path) as again:  # opening again writes nothing twice
         assert _kuzu_ids(again) == ["e00001", "e00002"]
-    finally:
-        again.close()
 
 
 def test_replayed_memories_join_an_existing_vector_index(tmp_path: Path) -> None:
     path = tmp_path / "alice" / DB_FILE
-    off = KuzuBackend("alice", path, cache_mb=0)  # cache off: Kùzu's HNSW index is built
-    off.open()
-    off.add_memory(build.engram(1), [], [])
-    assert off.ensure_indexes(8, 0)
-    off.close()
-    script = textwrap.dedent(
+    with _opened(path, cache_mb=0) as off:  # cache off: Kùzu's HNSW index is built
+        off.add_memory(build.engram(1), [], [])
+        assert off.ensure_indexes(8, 0)
+    _run_killed(
         f"""
         import os
         from smriti.testing import GraphBuilder
@@ -127,27 +134,19 @@ def test_replayed_memories_join_an_existing_vector_index(tmp_path: Path) -> None
         os._exit(0)
         """
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
-    assert done.returncode == 0, done.stderr.decode()
-    again = KuzuBackend("alice", path, cache_mb=0)
-    again.open()
-    try:
+    with _opened(path, cache_mb=0) as again:
         indexed = sorted(r[0] for r in again._q("MATCH (v:EngramVec) RETURN v.id"))
         assert indexed == ["e00001", "e00002"]
-    finally:
-        again.close()
 
 
 def test_store_killed_after_dropping_the_text_index_stays_writable(tmp_path: Path) -> None:
     # Kùzu 0.11.3: a DROP_FTS_INDEX left in the WAL by a killed process made every later
     # engram write fail ("Cannot find table catalog entry"); the drop is checkpointed.
     path = tmp_path / "alice" / DB_FILE
-    off = KuzuBackend("alice", path, cache_mb=0)
-    off.open()
-    off.add_memory(build.engram(1), [], [])
-    assert off.ensure_indexes(8, 0)
-    off.close()
-    script = textwrap.dedent(
+    with _opened(path, cache_mb=0) as off:
+        off.add_memory(build.engram(1), [], [])
+        assert off.ensure_indexes(8, 0)
+    _run_killed(
         f"""
         import os
         from smriti_backend_kuzu.backend import KuzuBackend
@@ -156,15 +155,9 @@ def test_store_killed_after_dropping_the_text_index_stays_writable(tmp_path: Pat
         os._exit(0)
         """
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
-    assert done.returncode == 0, done.stderr.decode()
-    again = KuzuBackend("alice", path, cache_mb=0)
-    again.open()
-    try:
+    with _opened(path, cache_mb=0) as again:
         again.add_memory(build.engram(2), [], [])
         assert _kuzu_ids(again) == ["e00001", "e00002"]
-    finally:
-        again.close()
 
 
 def test_unfinished_last_journal_line_is_ignored(tmp_path: Path) -> None:
@@ -181,12 +174,8 @@ def test_unfinished_last_journal_line_is_ignored(tmp_path: Path) -> None:
     first, second = journal.splitlines(keepends=True)
     backend.journal_path.write_bytes(first + second[: len(second) // 2])  # cut mid-append
 
-    backend = KuzuBackend("alice", path)
-    backend.open()
-    try:
+    with _opened(path) as backend:
         assert _kuzu_ids(backend) == ["e00001"]
-    finally:
-        backend.close()
 
 
 def test_damaged_journal_line_stops_the_open_and_is_kept(tmp_path: Path) -> None:
