@@ -218,3 +218,36 @@ async def test_streamable_http_then_sigterm_exits_zero(tmp_path: Path) -> None:
     assert proc.returncode == 0, err_file.read_text()
     assert stdout == b""  # HTTP mode too keeps stdout clean; logs go to stderr
     assert "stopped" in err_file.read_text()
+
+
+def test_burst_then_eof_answers_every_request(tmp_path: Path) -> None:
+    """Requests written together with EOF are all answered (their stores were applied)."""
+    script = Path(sys.executable).with_name("smriti")  # the installed console script
+    count = 8
+    stores = b"".join(
+        rpc(10 + i, "tools/call", {"name": "smriti_store", "arguments": {"content": f"burst {i}"}})
+        for i in range(count)
+    )
+    # The built-in lexical embedder: the replies must not wait on a model download.
+    env = {**server_env(tmp_path), "SMRITI_EMBEDDER": "lexical"}
+    started = time.monotonic()
+    done = subprocess.run(
+        [str(script)],
+        input=INITIALIZE + INITIALIZED + stores + rpc(99, "tools/list"),
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    by_id = {m.get("id"): m for m in protocol_lines(done.stdout)}
+    assert sorted(i for i in by_id if i is not None) == [1, *range(10, 10 + count), 99]
+    assert all(by_id[10 + i]["result"]["isError"] is False for i in range(count))
+    assert "gave up waiting" not in done.stderr.decode()
+    assert time.monotonic() - started < 60
+    listed = subprocess.run(
+        [str(script), "recall", "--json", "--mode", "list", "--limit", "20"],
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
+    assert json.loads(listed.stdout)["count"] == count

@@ -83,9 +83,10 @@ def recall(args: argparse.Namespace) -> int:
         results = engine.recall(
             args.query or None, limit=args.limit, mode=args.mode, memory_type=args.memory_type
         )
-        items = [r.to_dict() for r in results]
     mode = args.mode if args.query.strip() else "list"
-    data = {"query": args.query, "mode": mode, "count": len(items), "results": items}
+    data = output.recall_data(args.query, mode, results)
+    if data.get("warning") and not args.json:
+        print(f"smriti: warning: {data['warning']}", file=sys.stderr)
     output.emit(data, args.json, output.format_recall)
     return 0
 

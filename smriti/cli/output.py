@@ -68,22 +68,45 @@ def format_stored(data: Mapping[str, Any]) -> str:
     return format_mapping(lines)
 
 
+def recall_data(query: str, mode: str, results: Sequence[Any]) -> dict[str, Any]:
+    """The ``recall --json`` document: the MCP tool's fields, ``degraded`` and ``warning``.
+
+    In list mode ``score`` is null: the order is by last access, and the recency number
+    behind it says nothing a reader can use.
+    """
+    items = [r.to_dict() for r in results]
+    if mode == "list":
+        for item in items:
+            item["score"] = None
+    data: dict[str, Any] = {"query": query, "mode": mode, "count": len(items), "results": items}
+    data["degraded"] = bool(getattr(results, "degraded", False))
+    if data["degraded"]:
+        data["warning"] = str(getattr(results, "warning", ""))
+    return data
+
+
 def format_recall(data: Mapping[str, Any]) -> str:
-    """Recall results as a table: score, match type, hop, id, text."""
+    """Recall results as a table: score, match type, hop, id, text.
+
+    List mode shows when each memory was last used instead: it has no match to score.
+    """
     results = data["results"]
     if not results:
         return "no memories found"
-    rows = [
-        (
-            f"{r['score']:.3f}",
-            r["match_type"],
-            r["hop"],
-            r["id"],
-            snippet(r["summary"] or r["content"]),
-        )
-        for r in results
-    ]
+    if data.get("mode") == "list":
+        rows = [(_minute(r["last_accessed_at"]), r["id"], _memory(r)) for r in results]
+        return table(("LAST USED", "ID", "MEMORY"), rows)
+    rows = [(f"{r['score']:.3f}", r["match_type"], r["hop"], r["id"], _memory(r)) for r in results]
     return table(("SCORE", "MATCH", "HOP", "ID", "MEMORY"), rows)
+
+
+def _memory(result: Mapping[str, Any]) -> str:
+    return snippet(result["summary"] or result["content"])
+
+
+def _minute(timestamp: str) -> str:
+    """An ISO timestamp as ``YYYY-MM-DD HH:MM`` (UTC, as stored)."""
+    return str(timestamp)[:16].replace("T", " ")
 
 
 def format_sync(data: Mapping[str, Any]) -> str:

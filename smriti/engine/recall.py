@@ -1,4 +1,13 @@
-"""The recall pipeline (SPEC §6): cues, vectors, lexical match, multi-hop, scoring."""
+"""The recall pipeline (SPEC §6): cues, vectors, lexical match, multi-hop, scoring.
+
+When the embedder fails (ProviderError after its retries: an embedding API that answers
+5xx or 429, stalls past its timeout, or returns garbage), recall degrades instead of
+failing: the channels that need no embedding (cues matched by exact or normalised name,
+lexical search, association and shared-cue hops from those seeds) still answer, and the
+results say so (``RecallResults.degraded`` and ``warning``). ``search`` mode, which is
+vector-only, falls back to the lexical channel with the same flag: an agent that asked
+for memories gets the best available ones and is told why they may be fewer.
+"""
 
 from __future__ import annotations
 
@@ -10,17 +19,23 @@ import numpy as np
 
 from smriti import validation
 from smriti.engine.scoring import Weights, composite, recency, seed_cluster
+from smriti.errors import ProviderError
+from smriti.logs import get_logger
 from smriti.model import Engram, EngramUpdate, RecallResult, normalise_cue_name, utcnow
 
 if TYPE_CHECKING:
     from smriti.engine.core import Engine
+
+log = get_logger(__name__)
 
 #: Engrams followed per cue; hub cues stay bounded.
 CUE_FANOUT = 50
 #: Cue-embedding matches per query cue, and the similarity they need.
 CUE_NEIGHBOURS = 3
 CUE_SIMILARITY = 0.8
-#: A vector hit below this similarity is not a direct hit (it may still come as a hop).
+#: A vector hit below this similarity is not a direct hit (it may still come as a hop),
+#: and ``search`` mode returns nothing below it. Unrelated texts score under it with every
+#: built-in embedder (the lexical one: |cosine| < 0.2 for texts sharing no term).
 VECTOR_FLOOR = 0.2
 #: Seeds expanded per hop, edges per seed, and the most engrams a cue may encode to be
 #: followed in a hop (hub cues like "user" connect everything and explain nothing).
@@ -31,6 +46,31 @@ MAX_HOPS = 2
 #: Candidates loaded and scored: POOL_PER_RESULT per requested result, at least POOL_MIN.
 POOL_PER_RESULT = 8
 POOL_MIN = 40
+
+
+class RecallResults(list[RecallResult]):
+    """Recall results, best first, and whether a channel was unavailable.
+
+    ``degraded`` is True when the embedder failed and the results come from the
+    channels that need no embedding; ``warning`` then says what happened.
+    """
+
+    degraded: bool = False
+    warning: str = ""
+
+    def mark_degraded(self, warning: str) -> RecallResults:
+        """Flag these results as coming from the embedding-free channels only."""
+        self.degraded, self.warning = True, warning
+        return self
+
+
+def outage_warning(exc: ProviderError) -> str:
+    """The warning attached to degraded results (and logged)."""
+    return (
+        "the embedding provider is unavailable, so semantic (vector) matching was skipped; "
+        "these results come from cue-name and lexical matching and their associations "
+        f"only ({exc})"
+    )
 
 
 @dataclass(slots=True)
@@ -48,8 +88,11 @@ def recall(
     limit: object = 5,
     mode: object = "recall",
     memory_type: object = None,
-) -> list[RecallResult]:
-    """Validate, then recall memories for ``query`` (list mode when it is blank)."""
+) -> RecallResults:
+    """Validate, then recall memories for ``query`` (list mode when it is blank).
+
+    Never fails because the embedder does: see the module docstring.
+    """
     text = validation.query(query)
     count = validation.limit(limit, engine.settings.max_recall_limit)
     how = validation.mode(mode)
@@ -61,19 +104,36 @@ def recall(
     return associative(engine, text, count, kind)
 
 
-def list_recent(engine: Engine, limit: int, memory_type: str | None) -> list[RecallResult]:
+def list_recent(engine: Engine, limit: int, memory_type: str | None) -> RecallResults:
     """Most recently accessed memories; score is recency. No access strengthening."""
     now = utcnow()
     found = engine.backend.list_engrams(limit, memory_type)
-    return [RecallResult(e, recency(e, now), "list", 0) for e in found]
+    return RecallResults(RecallResult(e, recency(e, now), "list", 0) for e in found)
 
 
-def search(engine: Engine, text: str, limit: int, memory_type: str | None) -> list[RecallResult]:
-    """Vector-only search; score is cosine similarity. No access strengthening."""
-    vector = engine.embed([text])[0]
-    hits = engine.backend.vector_search(vector, limit, memory_type)
-    by_id = {e.id: e for e in engine.backend.get_engrams([i for i, _ in hits])}
-    return [RecallResult(by_id[i], _cosine(s), "vector", 0) for i, s in hits if i in by_id]
+def search(engine: Engine, text: str, limit: int, memory_type: str | None) -> RecallResults:
+    """Vector-only search; score is cosine similarity, at least VECTOR_FLOOR.
+
+    No access strengthening. When the embedder fails, the lexical channel answers
+    instead (match_type ``lexical``, score relative to the best lexical hit) and the
+    results are marked degraded.
+    """
+    try:
+        vector = engine.embed([text])[0]
+    except ProviderError as exc:
+        warning = outage_warning(exc)
+        log.warning("embedding failed; search falls back to lexical matching", error=str(exc))
+        hits = _normalised(engine.backend.text_search(text, limit, memory_type))
+        return _loaded(engine, hits, "lexical").mark_degraded(warning)
+    found = engine.backend.vector_search(vector, limit, memory_type)
+    hits = {i: _cosine(s) for i, s in found if s >= VECTOR_FLOOR}
+    return _loaded(engine, hits, "vector")
+
+
+def _loaded(engine: Engine, hits: dict[str, float], match: str) -> RecallResults:
+    """``hits`` (id → score, best first) as results, in the same order."""
+    by_id = {e.id: e for e in engine.backend.get_engrams(list(hits))}
+    return RecallResults(RecallResult(by_id[i], s, match, 0) for i, s in hits.items() if i in by_id)
 
 
 def _cosine(score: float) -> float:
@@ -81,27 +141,40 @@ def _cosine(score: float) -> float:
     return max(-1.0, min(1.0, float(score)))
 
 
-def associative(
-    engine: Engine, text: str, limit: int, memory_type: str | None
-) -> list[RecallResult]:
-    """The full multi-stage recall, then access strengthening of what is returned."""
+def associative(engine: Engine, text: str, limit: int, memory_type: str | None) -> RecallResults:
+    """The full multi-stage recall, then access strengthening of what is returned.
+
+    When the embedder fails, the vector channel and cue-embedding matching are skipped
+    and the rest runs as usual; the results are then marked degraded.
+    """
     names = sorted(
         {normalise_cue_name(c.name) for c in engine.extractor.extract(text, query=True).cues}
     )
     names = [n for n in names if n]
-    vectors = engine.embed([text, *names])
+    warning = ""
+    try:
+        vectors: np.ndarray | None = engine.embed([text, *names])
+    except ProviderError as exc:
+        warning, vectors = outage_warning(exc), None
+        log.warning("embedding failed; recall uses cue names and lexical matching", error=str(exc))
     found: dict[str, Candidate] = {}
-    _merge(found, cue_hits(engine, names, vectors[1:]), "cue", 0)
+    _merge(found, cue_hits(engine, names, vectors[1:] if vectors is not None else ()), "cue", 0)
     k = 2 * limit
-    vector_hits = engine.backend.vector_search(vectors[0], k, memory_type)
-    _merge(found, {i: _cosine(s) for i, s in vector_hits if s >= VECTOR_FLOOR}, "vector", 0)
+    if vectors is not None:
+        vector_hits = engine.backend.vector_search(vectors[0], k, memory_type)
+        _merge(found, {i: _cosine(s) for i, s in vector_hits if s >= VECTOR_FLOOR}, "vector", 0)
     _merge(found, _normalised(engine.backend.text_search(text, k, memory_type)), "lexical", 0)
     expand(engine, found)
-    return rank(engine, found, limit, memory_type)
+    results = RecallResults(rank(engine, found, limit, memory_type))
+    return results.mark_degraded(warning) if warning else results
 
 
-def cue_hits(engine: Engine, names: list[str], vectors: np.ndarray) -> dict[str, float]:
-    """Engrams reached from the query's cues, IDF-weighted, scaled to [0, 1]."""
+def cue_hits(engine: Engine, names: list[str], vectors: np.ndarray | tuple[()]) -> dict[str, float]:
+    """Engrams reached from the query's cues, IDF-weighted, scaled to [0, 1].
+
+    Cues match by normalised name, and by cue-embedding similarity for each row of
+    ``vectors`` (empty when the embedder is unavailable).
+    """
     matched: dict[str, float] = {c.id: 1.0 for c in engine.backend.get_cues(names)}
     for vec in vectors:
         for cue, sim in engine.backend.cue_vector_search(vec, CUE_NEIGHBOURS):

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from smriti import validation
+from smriti.errors import ProviderError
 from smriti.model import (
     MEMORY_TYPES,
     UNASSIGNED_CLUSTER,
@@ -111,10 +112,24 @@ def store(
 
 
 def embed_memory(engine: Engine, text: str, refs: list[CueRef]) -> tuple[np.ndarray, list[Cue]]:
-    """Embed the content and any cue not yet known, in one request."""
+    """Embed the content and any cue not yet known, in one request.
+
+    When the embedder fails (ProviderError after its retries), the store is refused
+    before anything is written, with a message saying so and asking for a retry. A
+    memory without an embedding would be invisible to vector recall and association
+    for good, and a durable queue of un-embedded memories would be a second store to
+    keep consistent; the caller (an agent, a script) still holds the content and can
+    simply call again, so refusing loses nothing silently and needs no queue.
+    """
     known = engine.cue_vectors(r.name for r in refs)
     missing = [r.name for r in refs if r.name not in known]
-    vectors = engine.embed([text, *missing])
+    try:
+        vectors = engine.embed([text, *missing])
+    except ProviderError as exc:
+        raise ProviderError(
+            f"the memory was NOT stored (nothing was saved): {exc}. "
+            "Try again when the embedding provider is reachable."
+        ) from exc
     for name, vec in zip(missing, vectors[1:], strict=True):
         known[name] = vec
     cues = [Cue(new_id(), r.name, r.cue_type, known[r.name]) for r in refs]

@@ -49,12 +49,19 @@ class RecalledMemoryOut(TypedDict):
 
 
 class RecallOut(TypedDict):
-    """Recall results, best first."""
+    """Recall results, best first.
+
+    ``degraded`` is true when the embedding provider was unavailable and the results
+    come from cue-name and lexical matching (and their associations) only; ``warning``
+    then says why.
+    """
 
     query: str
     mode: str
     count: int
     results: list[RecalledMemoryOut]
+    degraded: bool
+    warning: NotRequired[str]
 
 
 class ForgottenOut(TypedDict):

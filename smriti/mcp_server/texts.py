@@ -64,7 +64,9 @@ recently used memories. memory_type filters to episodic, semantic or procedural 
 before the limit. Each result has id, content, summary, memory_type, importance, \
 tags, source, created_at, score, match_type (cue, vector, lexical, association or \
 list) and hop. Read-only for your data: in "recall" mode it only refreshes the \
-returned memories' access statistics (so used memories decay slower)."""
+returned memories' access statistics (so used memories decay slower). If the embedding \
+provider is unavailable, results come from cue and lexical matching only ("search" \
+falls back to lexical) and the result carries degraded: true and a warning."""
 
 MANAGE_DESCRIPTION = """\
 Manage memory. action "forget" permanently deletes the memory with memory_id (get ids \

@@ -89,6 +89,21 @@ async def run_engine[T](fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         ) from None
 
 
+def recall_out(query: str, mode: str, results: list[Any]) -> RecallOut:
+    """The structured recall result; ``degraded`` and ``warning`` come from the engine."""
+    items = [r.to_dict() for r in results]
+    out: RecallOut = {
+        "query": query,
+        "mode": mode,
+        "count": len(items),
+        "results": items,  # type: ignore[typeddict-item]
+        "degraded": bool(getattr(results, "degraded", False)),
+    }
+    if out["degraded"]:
+        out["warning"] = str(getattr(results, "warning", ""))
+    return out
+
+
 def _forgotten(engram: Any) -> ForgottenOut:
     created = engram.created_at
     return {
@@ -196,8 +211,7 @@ def _add_recall(server: MCPServer, engine: Engine, max_limit: int) -> None:
         )
         if not query.strip():
             chosen_mode = "list"
-        items = [r.to_dict() for r in results]
-        return {"query": query, "mode": chosen_mode, "count": len(items), "results": items}  # type: ignore[typeddict-item]
+        return recall_out(query, chosen_mode, results)
 
 
 def _add_manage(server: MCPServer, engine: Engine) -> None:

@@ -1,13 +1,23 @@
-"""A stdio transport that SIGTERM can stop while the server waits for input."""
+"""A stdio transport that SIGTERM can stop while the server waits for input, and that
+answers every request already read before it stops on stdin EOF."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+from typing import Any
 
 import anyio
 from mcp.server import MCPServer
 from mcp.server.stdio import stdio_server
+
+from smriti.logs import get_logger
+
+log = get_logger(__name__)
+
+#: On stdin EOF, how long requests already read may still take to be answered.
+EOF_GRACE_SECONDS = 10.0
 
 
 class SmritiServer(MCPServer):
@@ -16,23 +26,101 @@ class SmritiServer(MCPServer):
     The SDK reads stdin in a worker thread that a cancellation cannot interrupt, so a
     server idle on stdin would ignore SIGTERM until the next message. Here stdin is read
     only after the event loop reports it readable, so cancellation is immediate.
+
+    A client may write a burst of requests and close stdin at once (``smriti <
+    requests.jsonl``). The SDK cancels in-flight handlers when input ends, so the
+    effects of those requests (stored memories) would be applied but their replies
+    lost. Here the end of input is held back until every request read has been
+    answered, for at most ``eof_grace`` seconds.
     """
 
+    eof_grace: float = EOF_GRACE_SECONDS
+
     async def run_stdio_async(self) -> None:
-        """Serve MCP over stdin/stdout until stdin closes or the task is cancelled."""
-        async with stdio_server(stdin=_CancellableStdin()) as (read_stream, write_stream):  # type: ignore[arg-type]
+        """Serve MCP over stdin/stdout until stdin closes (and the requests read are
+        answered) or the task is cancelled."""
+        pending = _Pending()
+        stdin = _CancellableStdin(pending=pending, grace=self.eof_grace)
+        async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
             lowlevel = self._lowlevel_server
-            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+            tracked = _AnswerTracking(write_stream, pending)
+            await lowlevel.run(read_stream, tracked, lowlevel.create_initialization_options())  # type: ignore[arg-type]
+
+
+class _Pending:
+    """Ids of the requests read from stdin that have not been answered yet."""
+
+    def __init__(self) -> None:
+        self.ids: set[Any] = set()
+        self._changed = anyio.Event()
+
+    def read(self, line: bytes) -> None:
+        """Note the request (or cancellation) in one input line."""
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return  # the server answers a parse error with no id; nothing to wait for
+        if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+            return
+        key = message.get("id")
+        if key is not None and isinstance(key, int | str):
+            self.ids.add(key)
+        elif message["method"] == "notifications/cancelled":
+            params = message.get("params")
+            if isinstance(params, dict) and isinstance(params.get("requestId"), int | str):
+                self._settle(params["requestId"])  # a cancelled request gets no reply
+
+    def answered(self, message: Any) -> None:
+        """Note an outgoing message; a response or error settles its request."""
+        key = getattr(message, "id", None)
+        if key is not None and getattr(message, "method", None) is None:
+            self._settle(key)
+
+    def _settle(self, key: Any) -> None:
+        self.ids.discard(key)
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def drained(self, grace: float) -> int:
+        """Wait until every request read is answered, at most ``grace`` seconds;
+        returns how many are still unanswered."""
+        with anyio.move_on_after(grace):
+            while self.ids:
+                await self._changed.wait()
+        return len(self.ids)
+
+
+class _AnswerTracking:
+    """The server's write stream, telling ``pending`` about each message once sent."""
+
+    def __init__(self, inner: Any, pending: _Pending) -> None:
+        self._inner = inner
+        self._pending = pending
+
+    async def send(self, item: Any) -> None:
+        await self._inner.send(item)
+        self._pending.answered(getattr(item, "message", None))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def __aenter__(self) -> _AnswerTracking:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._inner.aclose()
 
 
 class _CancellableStdin:
     """Async iterator of UTF-8 lines from file descriptor 0 that cancellation can stop."""
 
-    def __init__(self, fd: int = 0) -> None:
+    def __init__(self, fd: int = 0, pending: _Pending | None = None, grace: float = 0.0) -> None:
         self.fd = fd
         self.buffer = b""
         self.eof = False
         self.pollable = sys.platform != "win32"
+        self.pending = pending
+        self.grace = grace
 
     def __aiter__(self) -> _CancellableStdin:
         return self
@@ -43,9 +131,24 @@ class _CancellableStdin:
             self.eof = not chunk
             self.buffer += chunk
         if not self.buffer:
+            await self._settle_pending()
             raise StopAsyncIteration
         line, sep, self.buffer = self.buffer.partition(b"\n")
+        if self.pending is not None:
+            self.pending.read(line)
         return (line + sep).decode("utf-8", errors="replace")
+
+    async def _settle_pending(self) -> None:
+        """At EOF: let the requests already read be answered before input ends."""
+        if self.pending is None or not self.pending.ids:
+            return
+        waiting = len(self.pending.ids)
+        log.info("stdin closed; answering the requests already read", requests=waiting)
+        left = await self.pending.drained(self.grace)
+        if left:
+            log.warning(
+                "stdin closed; gave up waiting for requests", unanswered=left, grace_s=self.grace
+            )
 
     async def _read(self) -> bytes:
         if self.pollable:
