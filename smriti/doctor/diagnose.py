@@ -1,0 +1,166 @@
+"""The doctor's run: settings, then components, then every configured server in parallel."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from smriti.config import SECRET_FIELDS, Settings
+from smriti.doctor import component_checks as cc
+from smriti.doctor import probes
+from smriti.doctor.checks import Check, guarded, ok
+from smriti.doctor.settings_view import SettingRow, view
+from smriti.doctor.store import store_checks
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    """What doctor found: the settings rows and the checks, in report order."""
+
+    user: str
+    rows: list[SettingRow]
+    checks: list[Check]
+    secrets: list[str] = field(default_factory=list, repr=False)
+
+    @property
+    def failed(self) -> bool:
+        """Whether any check failed (the exit code is then 1)."""
+        return any(c.status == "fail" for c in self.checks)
+
+
+def diagnose(environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None) -> Diagnosis:
+    """Check the configuration in ``environ`` with CLI ``overrides``; never raises."""
+    overrides = dict(overrides or {})
+    shown = view(environ, overrides)
+    settings = shown.settings
+    user = settings.accessing_user if settings is not None else "?"
+    result = Diagnosis(user, shown.rows, list(shown.checks), _secrets(environ, settings))
+    if settings is not None:
+        result.checks += guarded("plugins", lambda: _components(settings, environ))
+    return result
+
+
+def _secrets(environ: Mapping[str, str], settings: Settings | None) -> list[str]:
+    """Secret values to scrub from the output, whether or not they validated."""
+    from smriti.doctor.settings_view import setting_fields
+
+    values = {
+        environ.get(f.metadata["env"], "").strip()
+        for f in setting_fields()
+        if f.name in SECRET_FIELDS
+    }
+    if settings is not None:
+        values |= {str(getattr(settings, name)) for name in SECRET_FIELDS}
+    return sorted((v for v in values if len(v) >= 4), key=len, reverse=True)
+
+
+def _components(settings: Settings, environ: Mapping[str, str]) -> list[Check]:
+    from smriti.plugins import Registry, create_plugin_manager
+
+    pm, report = create_plugin_manager(environ=environ)
+    registry = Registry(pm)
+    checks = cc.plugin_checks(report, registry)
+    pending: list[probes.Probe] = []
+    checks += guarded("backend", lambda: _backend(registry, report, settings, pending))
+    checks += guarded("embedder", lambda: _embedder(registry, settings, pending))
+    checks += guarded("cue extractor", lambda: _extractor(registry, settings, pending))
+    checks += guarded("backup", lambda: _backup(registry, settings, pending))
+    return checks + probes.run_parallel(_merge_openai(pending))
+
+
+def _backend(registry: Any, report: Any, settings: Settings, pending: list) -> list[Check]:
+    from smriti.engine.components import choose_backend
+
+    checks = [cc.backend_check(registry, report, settings)]
+    backend = choose_backend(registry, settings, settings.accessing_user)
+    path = cc.store_path(backend)
+    if path is not None:
+        checks += store_checks(path)
+    else:
+        checks.append(ok("store", f"on the {backend.name} server (user {settings.accessing_user})"))
+    if backend.name == "neo4j":
+        pending.append(lambda: probes.bolt(settings.neo4j_uri))
+    elif backend.name == "falkordb":
+        pending.append(lambda: probes.redis_ping(settings.falkor_addr, settings.falkor_password))
+    return checks
+
+
+def _embedder(registry: Any, settings: Settings, pending: list) -> list[Check]:
+    check, name = cc.embedder_check(registry, settings)
+    if name == "openai":
+        pending.append(
+            _OpenAIProbe(
+                "embedding endpoint",
+                settings.effective_embedding_base_url,
+                settings.effective_embedding_api_key,
+                [("EMBEDDING_MODEL", settings.embedding_model)],
+            )
+        )
+    return [check]
+
+
+def _extractor(registry: Any, settings: Settings, pending: list) -> list[Check]:
+    check, name = cc.extractor_check(registry, settings)
+    if name == "openai":
+        pending.append(
+            _OpenAIProbe(
+                "LLM endpoint",
+                settings.llm_base_url,
+                settings.llm_api_key,
+                [("LLM_MODEL", settings.llm_model)],
+            )
+        )
+    return [check]
+
+
+def _backup(registry: Any, settings: Settings, pending: list) -> list[Check]:
+    check, provider = cc.backup_check(registry, settings)
+    if provider is None:
+        return [check]
+    name = type(provider).name
+    if name == "git":
+        remote = getattr(provider, "remote", "") or settings.git_base_url
+        pending.append(lambda: probes.git_remote(remote))
+    elif name == "s3":
+        url = (
+            settings.s3_endpoint or f"https://s3.{settings.s3_region or 'us-east-1'}.amazonaws.com"
+        )
+        pending.append(lambda: probes.http_endpoint("s3 endpoint", url, "S3_ENDPOINT"))
+    return [check]
+
+
+@dataclass(slots=True)
+class _OpenAIProbe:
+    """A pending ``GET /models``; two with the same URL and key are merged into one."""
+
+    name: str
+    base_url: str
+    api_key: str
+    wanted: list[tuple[str, str]]
+
+    def __call__(self) -> Check:
+        embedding = self.name.startswith("embedding")
+        variables = (
+            ("EMBEDDING_BASE_URL", "EMBEDDING_API_KEY")
+            if embedding
+            else ("LLM_BASE_URL", "LLM_API_KEY")
+        )
+        return probes.openai_models(self.name, self.base_url, variables, self.api_key, self.wanted)
+
+
+def _merge_openai(pending: list[probes.Probe]) -> list[probes.Probe]:
+    merged: list[probes.Probe] = []
+    seen: dict[tuple[str, str], _OpenAIProbe] = {}
+    for probe in pending:
+        if not isinstance(probe, _OpenAIProbe):
+            merged.append(probe)
+            continue
+        key = (probe.base_url.rstrip("/"), probe.api_key)
+        if key in seen:
+            seen[key].name = "LLM and embedding endpoint"
+            seen[key].wanted += probe.wanted
+            continue
+        seen[key] = probe
+        merged.append(probe)
+    return merged

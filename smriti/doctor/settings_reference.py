@@ -1,0 +1,155 @@
+"""The settings reference (``docs/settings.md``), generated from ``smriti.config``.
+
+Names, defaults and allowed values come from the Settings fields (allowed values from
+each field's own validator); only the meanings are written here. Regenerate with::
+
+    python -m smriti.doctor.settings_reference > docs/settings.md
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import MISSING, Field
+from typing import Any
+
+from smriti.config import SECRET_FIELDS
+from smriti.doctor.settings_view import FLAGS, setting_fields
+from smriti.errors import ConfigError
+
+#: A value no validator accepts, so each one says what it allows.
+_PROBE = "\x00?"
+#: Defaults computed at run time, described instead of shown.
+COMPUTED_DEFAULTS = {"ACCESSING_USER": "the OS user name", "STORAGE_LOCATION": "`~/.smriti`"}
+
+MEANINGS: dict[str, str] = {
+    "ACCESSING_USER": "Whose memory this is; one store (or tenant, graph) per user.",
+    "STORAGE_LOCATION": "Directory of the embedded stores: `{STORAGE_LOCATION}/{user}/`.",
+    "DB_TYPE": "Storage backend: `kuzu` (`ladybug` alias), `neo4j`, `falkordb`, or a plugin.",
+    "LLM_BASE_URL": "OpenAI-compatible API for cue extraction (Ollama, vLLM, LM Studio, ...).",
+    "LLM_API_KEY": "API key of the LLM; with no key and the default URL, no LLM is used.",
+    "LLM_MODEL": "Chat model used to extract summaries, memory types and cues.",
+    "LLM_TIMEOUT": "Seconds to wait for one LLM or embeddings request.",
+    "LLM_MAX_RETRIES": "Retries (with backoff) of a failed LLM or embeddings request.",
+    "EMBEDDING_BASE_URL": "OpenAI-compatible embeddings API; empty: `LLM_BASE_URL`.",
+    "EMBEDDING_API_KEY": "API key of the embeddings API; empty: `LLM_API_KEY`.",
+    "EMBEDDING_MODEL": "Embedding model of the embeddings API.",
+    "EMBEDDING_DIMS": "Vector width to request and check; unset: learned from the first vector.",
+    "SMRITI_EMBEDDER": "`auto` (the best configured), `openai`, `local`, `lexical`, or a plugin.",
+    "SMRITI_CUE_EXTRACTOR": "`auto`, `openai` (LLM) or `heuristic` (built-in), or a plugin.",
+    "SMRITI_LOCAL_MODEL": "Local embedder's model: a directory with `model.onnx` and "
+    "`tokenizer.json`, or a Hugging Face repository id.",
+    "BACKUP_TYPE": "`none`, `git` (`github` alias), `s3`, or a plugin's provider.",
+    "BACKUP_SYNC_INTERVAL": "Seconds between backup pushes; 0: only on `sync` and at shutdown.",
+    "GIT_BASE_URL": "Git backup remote: a repository URL ending in `.git`, or a base URL "
+    "under which `{user}-smriti.git` is used.",
+    "S3_ENDPOINT": "S3-compatible endpoint (MinIO, Ceph, ...); empty: AWS S3.",
+    "S3_REGION": "S3 region; empty: the AWS configuration's.",
+    "S3_ACCESS_KEY": "S3 access key; empty: the AWS credential chain.",
+    "S3_SECRET_KEY": "S3 secret key; empty: the AWS credential chain.",
+    "S3_BUCKET": "Bucket of the S3 backup; objects live under `{user}/`.",
+    "NEO4J_URI": "Bolt URI of the Neo4j server.",
+    "NEO4J_USERNAME": "Neo4j user.",
+    "NEO4J_PASSWORD": "Neo4j password.",
+    "NEO4J_DATABASE": "Neo4j database (in `tenant` isolation).",
+    "NEO4J_ISOLATION": "`tenant`: a user property on every node; `database`: one database "
+    "per user (Enterprise).",
+    "FALKOR_ADDR": "FalkorDB (Redis) server as host:port.",
+    "FALKOR_PASSWORD": "FalkorDB password.",
+    "FALKOR_GRAPH": "Graph name (in `tenant` isolation).",
+    "FALKOR_ISOLATION": "`tenant`: one shared graph; `graph`: one graph `{user}_smriti` per user.",
+    "CONSOLIDATION_INTERVAL": "Seconds between consolidations (decay, prune, cluster); 0: off.",
+    "DECAY_RATE": "Decay per day since last access: `decay = exp(-rate * days)`.",
+    "PRUNE_DECAY_THRESHOLD": "Consolidation deletes memories whose decay is below this...",
+    "PRUNE_IMPORTANCE_THRESHOLD": "...and whose importance is below this.",
+    "INDEX_THRESHOLD": "Memories after which vector and full-text indexes are created.",
+    "ASSOCIATION_THRESHOLD": "Cosine above which a new memory is linked to an existing one.",
+    "ASSOCIATION_TOP_K": "Most associations made for one new memory.",
+    "WEIGHT_SIMILARITY": "Recall score weight of similarity.",
+    "WEIGHT_RECENCY": "Recall score weight of recency of access.",
+    "WEIGHT_IMPORTANCE": "Recall score weight of importance.",
+    "WEIGHT_DECAY": "Recall score weight of the decay factor.",
+    "CLUSTER_PENALTY": "Score factor of hop results outside the seed cluster.",
+    "SMRITI_MAX_CONTENT_CHARS": "Longest memory accepted, in characters.",
+    "SMRITI_MAX_RECALL_LIMIT": "Largest `limit` a recall may ask for.",
+    "LOG_LEVEL": "Log level (logs go to stderr).",
+}
+
+OTHER_VARIABLES = """\
+## Other variables
+
+Read by the plugin loader and by individual plugins, not by `Settings`:
+
+| Variable | Default | Meaning |
+|---|---|---|
+| `SMRITI_STRICT_PLUGINS` | unset | `1`: a plugin that fails to load is an error, not a warning. |
+| `SMRITI_LOAD_PLUGINS` | unset | Comma-separated entry-point names: load only these. |
+| `SMRITI_DISABLE_PLUGINS` | unset | Comma-separated entry-point names to skip. |
+| `SMRITI_KUZU_CACHE_MB` | 2048 | Kùzu backend: in-process vector cache budget. |
+| `SMRITI_KUZU_BUFFER_MB` | 0 | Kùzu page buffer pool; 0: Kùzu's default, else at least 64. |
+| `SMRITI_GIT_TIMEOUT` | 120 | Git backup: seconds per git command (1..3600). |
+| `SMRITI_LOCAL_THREADS` | CPU count (capped) | Local embedder: onnxruntime threads (1..256). |
+"""
+
+HEADER = """\
+# Settings
+
+Smriti reads its settings from environment variables; `--user`, `--storage`,
+`--db-type` and `--log-level` override the first three and the last. An invalid value
+stops the server at startup with one line naming the variable and what it accepts.
+`smriti doctor` shows the values in effect and where each came from.
+Secrets (marked 🔒) are never logged or printed.
+
+<!-- Generated by `python -m smriti.doctor.settings_reference > docs/settings.md`. -->
+
+| Variable | Default | Allowed | Meaning |
+|---|---|---|---|
+"""
+
+
+def allowed(f: Field[Any]) -> str:
+    """What the field's validator accepts, in its own words."""
+    var = f.metadata["env"]
+    try:
+        f.metadata["parse"](var, _PROBE)
+    except ConfigError as exc:
+        message = str(exc)
+    else:
+        return "any text"
+    found = re.search(r"\(allowed: ([^)]*)\)", message)
+    if found:
+        return found.group(1)
+    tail = re.split(r" is (?:not )?| must be ", message, maxsplit=1)[-1]
+    return tail.removeprefix("invalid ").strip()
+
+
+def default(f: Field[Any]) -> str:
+    """The default as shown in the reference."""
+    var = f.metadata["env"]
+    if var in COMPUTED_DEFAULTS:
+        return COMPUTED_DEFAULTS[var]
+    value = f.default if f.default is not MISSING else None
+    return "unset" if value in (None, "") else f"`{value}`"
+
+
+def row(f: Field[Any]) -> str:
+    """One Markdown table row."""
+    var = f.metadata["env"]
+    name = f"`{var}`" + (" 🔒" if f.name in SECRET_FIELDS else "")
+    if f.name in FLAGS:
+        name += f" (`{FLAGS[f.name]}`)"
+    cells = [name, default(f), _cell(allowed(f)), MEANINGS.get(var, "")]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render() -> str:
+    """The whole reference as Markdown."""
+    rows = "\n".join(row(f) for f in setting_fields())
+    return f"{HEADER}{rows}\n\n{OTHER_VARIABLES}"
+
+
+if __name__ == "__main__":
+    print(render(), end="")
