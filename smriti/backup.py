@@ -1,14 +1,27 @@
-"""The backup-provider contract: push a consistent snapshot, restore it on a new machine."""
+"""The backup-provider contract: push a consistent snapshot, restore it on a new machine.
+
+Several machines may back up one user to one remote. The engine never lets one of them
+overwrite a snapshot it has not merged: it ``fetch``es the remote snapshot (with an
+opaque version), merges it into the local store when it changed, and ``push_if``es
+the new snapshot on the condition that the remote still holds the version fetched. A
+provider that cannot write conditionally keeps the defaults below (last writer wins).
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from smriti.errors import BackupError
 
 if TYPE_CHECKING:
     from smriti.config import Settings
+
+
+class SnapshotConflict(BackupError):
+    """``push_if`` found a newer remote snapshot than the one fetched: fetch, merge, retry."""
 
 
 @dataclass(slots=True)
@@ -19,6 +32,8 @@ class SyncReport:
     pushed: list[str] = field(default_factory=list)
     skipped: int = 0
     message: str = ""
+    #: The remote snapshot's version after this sync (see ``Fetched.version``).
+    version: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready form for tools and the CLI."""
@@ -28,6 +43,22 @@ class SyncReport:
             "skipped": self.skipped,
             "message": self.message,
         }
+
+
+@dataclass(slots=True, frozen=True)
+class Fetched:
+    """What ``BackupProvider.fetch`` found on the remote."""
+
+    #: Where the snapshot lives, for messages: remote (credentials redacted) and the
+    #: path inside it, never a local temporary directory.
+    where: str
+    #: Identifies the remote snapshot's content (a git blob id, an S3 ETag); None when
+    #: there is no snapshot, or when the provider cannot tell (then it always downloads).
+    version: str | None = None
+    #: Whether the snapshot files were written into the target directory.
+    downloaded: bool = False
+    #: Provider state handed back to ``push_if`` (the commit or ETag the push builds on).
+    base: Any = None
 
 
 class BackupProvider(ABC):
@@ -57,6 +88,29 @@ class BackupProvider(ABC):
     @abstractmethod
     def push(self, snapshot: Path) -> SyncReport:
         """Upload the snapshot directory ``snapshot``; skip what is unchanged."""
+
+    def location(self) -> str:
+        """Where this provider's snapshot lives, for messages (no credentials)."""
+        return f"the {self.name} backup of {self.user}"
+
+    def fetch(self, target: Path, known: str | None) -> Fetched:
+        """Fetch the remote snapshot into ``target`` unless its version is ``known``.
+
+        Called before every push. ``known`` is the version this store merged last (None
+        for never). Returns what was found; ``downloaded`` is False when there is no
+        snapshot or its version equals ``known``. Raises BackupError when the remote
+        cannot be reached. The default calls ``restore`` (always downloads).
+        """
+        return Fetched(self.location(), None, self.restore(target))
+
+    def push_if(self, snapshot: Path, fetched: Fetched) -> SyncReport:
+        """Upload ``snapshot`` only if the remote still holds ``fetched``'s version.
+
+        Raises SnapshotConflict when another machine pushed in between (the engine
+        then fetches, merges and tries again). Returns a report whose ``version`` is
+        the remote snapshot's new version. The default calls ``push`` unconditionally.
+        """
+        return self.push(snapshot)
 
     def close(self) -> None:  # noqa: B027 - optional hook for subclasses
         """Release clients."""

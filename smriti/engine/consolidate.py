@@ -73,13 +73,13 @@ def consolidate(engine: Engine) -> ConsolidationReport:
     s = engine.settings
     report = ConsolidationReport()
     now = utcnow()
-    prune: list[str] = []
+    prune: list[EngramStats] = []
     decays: dict[str, float] = {}
     kept: dict[str, int] = {}
     for stats in engine.backend.engram_stats():
         decay, strengthened = decay_of(stats, now, s.decay_rate)
         if decay < s.prune_decay_threshold and stats.importance < s.prune_importance_threshold:
-            prune.append(stats.id)
+            prune.append(stats)
             continue
         kept[stats.id] = stats.cluster_id
         report.strengthened += strengthened
@@ -91,7 +91,7 @@ def consolidate(engine: Engine) -> ConsolidationReport:
         state = json.loads(engine.backend.get_meta(LEIDEN_STATE_KEY) or "{}")
         clustering = engine.helper().submit(partition, engine, kept, state)
     try:
-        report.pruned = engine.backend.delete_engrams(prune)
+        report.pruned = prune_engrams(engine, prune)
         report.orphan_cues_removed = engine.backend.delete_orphan_cues()
     except BaseException:
         if clustering is not None:
@@ -117,6 +117,19 @@ def consolidate(engine: Engine) -> ConsolidationReport:
         )
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+def prune_engrams(engine: Engine, weak: list[EngramStats]) -> int:
+    """Delete weak engrams, each with a ``prune`` tombstone recorded first.
+
+    The tombstone lets backups from other machines drop their copy too, unless that
+    copy was accessed after the pruned version (then it is no longer weak and stays).
+    """
+    from smriti.portable import tombstones
+
+    with tombstones.LOCK:
+        tombstones.record(engine.backend, (tombstones.pruned(s) for s in weak))
+        return engine.backend.delete_engrams([s.id for s in weak])
 
 
 def partition(

@@ -151,10 +151,17 @@ class Engine:
 
     def forget(self, memory_id: object) -> Engram:
         """Delete one of this user's memories; NotFound for unknown or foreign ids."""
+        from smriti.portable import tombstones
+
         key = validation.memory_id(memory_id)
         found = self.backend.get_engrams([key])
-        if not found or not self.backend.delete_engrams([key]):
-            raise NotFound(f"no memory with id {key!r} for user {self.user!r}")
+        # The tombstone first (backups merge by union: without it the memory would come
+        # back from another machine's copy); the lock keeps a merge from interleaving.
+        with tombstones.LOCK:
+            if found:
+                tombstones.record(self.backend, [tombstones.forgotten(key)])
+            if not found or not self.backend.delete_engrams([key]):
+                raise NotFound(f"no memory with id {key!r} for user {self.user!r}")
         self._size = max(0, self._size - 1)
         self.dirty.set()
         return found[0]

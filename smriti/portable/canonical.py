@@ -33,7 +33,7 @@ def canonical_hash(source: Engine | StorageBackend) -> str:
     """
     backend, _ = source_of(source)
     digest = hashlib.sha256(b"smriti-canonical-v1\n")
-    engrams = sorted((e.id, _engram_digest(e)) for e in backend.iter_engrams())
+    engrams = sorted((e.id, engram_digest(e)) for e in backend.iter_engrams())
     _section(digest, "engrams", (f"{i}:{d}" for i, d in engrams))
     names: dict[str, str] = {}
     cues: list[str] = []
@@ -82,7 +82,8 @@ def _vector_digest(vector: np.ndarray | None) -> str | None:
     return hashlib.sha256(q.tobytes()).hexdigest()
 
 
-def _engram_digest(e: Engram) -> str:
+def engram_digest(e: Engram) -> str:
+    """SHA-256 (hex) of every property of ``e`` in canonical form (see canonical_hash)."""
     fields = [
         e.content,
         e.summary,

@@ -14,11 +14,13 @@ import numpy as np
 from smriti.errors import BackendError, InvalidInput
 from smriti.logs import get_logger
 from smriti.model import Engram, utcnow
+from smriti.portable import tombstones
 from smriti.portable.format import (
     EMBEDDING_MODEL_KEY,
     EXPORTED_META_KEYS,
     FORMAT,
     KINDS,
+    TOMBSTONE,
     VECTOR_ENCODING,
     VERSION,
     ExportReport,
@@ -80,9 +82,13 @@ def export_store(
         ):
             out.write(dumps(header))
             body = _DigestingWriter(out)
+            report.tombstones = _write_tombstones(backend, body)
             stream = chain([first], engrams) if first is not None else iter(())
             _write_records(backend, stream, body, report, bar, vectors)
-            body.write(dumps({"kind": "trailer", "counts": report.counts}))
+            trailer: dict[str, Any] = {"kind": "trailer", "counts": report.counts}
+            if report.tombstones:
+                trailer["tombstones"] = report.tombstones
+            body.write(dumps(trailer))
             report.body_digest = body.digest.hexdigest()
         os.replace(partial, target)
     finally:
@@ -135,6 +141,15 @@ def _header(
         "created_at": ts(utcnow()),
         "smriti": __version__,
     }
+
+
+def _write_tombstones(backend: StorageBackend, out: _DigestingWriter) -> int:
+    """The store's tombstones, sorted by id, before the engrams (an importer knows
+    which ids not to load before it meets them)."""
+    stones = tombstones.load(backend)
+    for key in sorted(stones):
+        out.write(dumps({"kind": TOMBSTONE, **stones[key].to_record()}))
+    return len(stones)
 
 
 def _write_records(

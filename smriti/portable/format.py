@@ -32,6 +32,9 @@ EMBEDDING_MODEL_KEY = "embedding_model"
 #: Metadata carried by an export (Leiden's tuned resolution keeps clusters stable).
 EXPORTED_META_KEYS = ("leiden_state",)
 KINDS = ("engrams", "cues", "links", "associations", "cooccurrences")
+#: Record kind of a forgotten memory (``smriti.portable.tombstones``); files without
+#: any are read as before, and older readers skip the kind with a warning.
+TOMBSTONE = "tombstone"
 
 
 @dataclass(slots=True)
@@ -44,6 +47,8 @@ class ExportReport:
     dims: int | None
     counts: dict[str, int]
     skipped_edges: int = 0
+    #: Tombstone records written (forgotten memories, see ``smriti.portable.tombstones``).
+    tombstones: int = 0
     bytes: int = 0
     seconds: float = 0.0
     #: Order-independent digest of every line after the header (see ``LineDigest``).
@@ -65,6 +70,9 @@ class ImportReport:
     re_embedded: bool
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     merged_cues: int = 0
+    #: Tombstone records read, and memories left out or deleted because of them.
+    tombstones: int = 0
+    forgotten: int = 0
     seconds: float = 0.0
     #: Order-independent digest of every line after the header (see ``LineDigest``).
     body_digest: str = ""

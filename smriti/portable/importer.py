@@ -13,11 +13,13 @@ import numpy as np
 from smriti.errors import ConfigError, InvalidInput
 from smriti.logs import get_logger
 from smriti.model import CoOccurrence, Cue, Engram, Link
+from smriti.portable import tombstones
 from smriti.portable.format import (
     EMBEDDING_MODEL_KEY,
     EXPORTED_META_KEYS,
     FORMAT,
     KINDS,
+    TOMBSTONE,
     VERSION,
     ImportReport,
     LineDigest,
@@ -27,6 +29,7 @@ from smriti.portable.format import (
     open_text,
     source_of,
 )
+from smriti.portable.tombstones import Tombstone
 from smriti.progress import Progress
 
 if TYPE_CHECKING:
@@ -123,6 +126,7 @@ def import_store(
             target_model=target_model,
         )
     loader = _Loader(backend, embedder if re_embed else None, existing > 0, report)
+    loader.stones = tombstones.load(backend)
     dims = None if re_embed else header.get("dims")
     total = sum(int(v) for v in trailer.get("counts", {}).values())
     with open_text(file, "r") as f, Progress("import", total, enabled=progress) as bar:
@@ -136,6 +140,7 @@ def import_store(
         loader.flush()
     report.body_digest = digest.hexdigest()
     _check_counts(file, trailer, report)
+    report.forgotten += _apply_tombstones(backend, loader.incoming)
     if backend.get_meta(EMBEDDING_MODEL_KEY) is None and target_model:
         backend.set_meta(EMBEDDING_MODEL_KEY, target_model)
     if embedder is not None and hasattr(target, "dirty"):
@@ -177,7 +182,9 @@ def _import_line(loader: _Loader, line: str, lineno: int, dims: int | None, merg
     try:
         record = json.loads(line)
         kind = record.get("kind")
-        if kind == "engram":
+        if kind == TOMBSTONE:
+            loader.tombstone(Tombstone.from_record(record))
+        elif kind == "engram":
             loader.add("engrams", _checked(engram_from_record(record), dims))
         elif kind == "cue":
             loader.add("cues", _checked(cue_from_record(record), dims))
@@ -206,6 +213,16 @@ def _import_line(loader: _Loader, line: str, lineno: int, dims: int | None, merg
             log.warning("unknown record kind skipped", kind=kind, line=lineno)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise InvalidInput(f"line {lineno} of the export is not a valid record: {exc}") from exc
+
+
+def _apply_tombstones(backend: StorageBackend, incoming: dict[str, Tombstone]) -> int:
+    """Record the file's tombstones and delete the local memories they kill."""
+    if not incoming:
+        return 0
+    with tombstones.LOCK:
+        tombstones.record(backend, incoming.values())
+        doomed = [e.id for e in backend.get_engrams(list(incoming)) if incoming[e.id].kills(e)]
+        return backend.delete_engrams(doomed) if doomed else 0
 
 
 def _checked[T: (Engram, Cue)](item: T, dims: int | None) -> T:
@@ -241,13 +258,44 @@ class _Loader:
         self.cue_map: dict[str, str] = {}
         self.meta: dict[str, str] = {}
         self.bar: Progress | None = None
+        #: Tombstones known (the store's and the file's) and those the file brought.
+        self.stones: dict[str, Tombstone] = {}
+        self.incoming: dict[str, Tombstone] = {}
+        #: Engram ids left out because a tombstone kills them (their edges too).
+        self.left_out: set[str] = set()
+
+    def tombstone(self, stone: Tombstone) -> None:
+        """A tombstone record: remembered, and applied to the engrams that follow."""
+        self.report.tombstones += 1
+        self.incoming[stone.id] = stone
+        merged = tombstones.combine(self.stones.get(stone.id), stone)
+        assert merged is not None
+        self.stones[stone.id] = merged
 
     def add(self, kind: str, item: Any) -> None:
-        self.pending[kind].append(item)
         self.report.counts[kind] += 1
+        if self._left_out(kind, item):
+            return
+        self.pending[kind].append(item)
         self.size += 1
         if self.size >= IMPORT_BATCH or len(self.pending["engrams"]) >= ENGRAM_BATCH:
             self.flush()
+
+    def _left_out(self, kind: str, item: Any) -> bool:
+        if kind == "engrams":
+            stone = self.stones.get(item.id)
+            if stone is not None and stone.kills(item):
+                self.left_out.add(item.id)
+                self.report.forgotten += 1
+                return True
+            return False
+        if not self.left_out:
+            return False
+        if kind == "links":
+            return item.engram_id in self.left_out
+        if kind == "associations":
+            return item.source_id in self.left_out or item.target_id in self.left_out
+        return False
 
     def flush(self) -> None:
         p = self.pending

@@ -200,6 +200,58 @@ class BackupProviderTests:
         provider.close()
         provider.close()
 
+    # -- conditional writes (set ``conditional_writes = False`` for a provider without) --
+    #: Whether the provider implements ``fetch`` versions and a conditional ``push_if``.
+    conditional_writes: ClassVar[bool] = True
+
+    def _needs_conditional(self) -> None:
+        if not self.conditional_writes:
+            pytest.skip("this provider has no conditional writes (last writer wins)")
+
+    def test_fetch_names_a_version_and_skips_a_known_one(
+        self, provider: BackupProvider, other_machine: BackupProvider, tmp_path: Path
+    ) -> None:
+        self._needs_conditional()
+        empty = other_machine.fetch(tmp_path / "none", None)
+        assert (empty.version, empty.downloaded) == (None, False)
+        pushed = provider.push(write_snapshot(tmp_path / "snap", {SNAPSHOT: _jsonl("v")}))
+        first = other_machine.fetch(tmp_path / "one", None)
+        assert first.downloaded and first.version
+        assert read_dir(tmp_path / "one") == {SNAPSHOT: _jsonl("v")}
+        assert pushed.version in (None, first.version)
+        again = other_machine.fetch(tmp_path / "two", first.version)
+        assert (again.version, again.downloaded) == (first.version, False)
+        assert not (tmp_path / "two").exists() or read_dir(tmp_path / "two") == {}
+
+    def test_push_if_never_overwrites_a_snapshot_pushed_since_the_fetch(
+        self, provider: BackupProvider, other_machine: BackupProvider, tmp_path: Path
+    ) -> None:
+        from smriti.backup import SnapshotConflict
+
+        self._needs_conditional()
+        for round_, before in enumerate((None, _jsonl("base"))):
+            if before is not None:
+                provider.push(write_snapshot(tmp_path / "base", {SNAPSHOT: before}))
+            stale = provider.fetch(tmp_path / f"stale{round_}", None)
+            won = other_machine.fetch(tmp_path / f"won{round_}", None)
+            theirs = _jsonl(f"theirs {round_}")
+            done = other_machine.push_if(write_snapshot(tmp_path / "b", {SNAPSHOT: theirs}), won)
+            assert done.pushed and done.version
+            with pytest.raises(SnapshotConflict):
+                provider.push_if(write_snapshot(tmp_path / "a", {SNAPSHOT: _jsonl("mine")}), stale)
+            target = tmp_path / f"check{round_}"
+            assert other_machine.restore(target) is True
+            assert read_dir(target) == {SNAPSHOT: theirs}, "a stale push overwrote the remote"
+
+    def test_location_names_the_remote_file_not_a_local_path(
+        self, provider: BackupProvider, tmp_path: Path
+    ) -> None:
+        provider.push(write_snapshot(tmp_path / "snap", {SNAPSHOT: _jsonl("x")}))
+        fetched = provider.fetch(tmp_path / "into", None)
+        for where in (fetched.where, provider.location()):
+            assert f"{provider.user}/{SNAPSHOT}" in where
+            assert str(tmp_path / "into") not in where
+
 
 # -- the same contract through the real Engine ---------------------------------------------
 TOPICS = (
@@ -227,8 +279,10 @@ class EngineBackupTests:
     """End-to-end backup tests through a real Engine (store, consolidate, sync, restore).
 
     Override ``backup_plugin`` (the plugin module to register), ``backup_overrides``
-    (settings overrides selecting and configuring the provider) and
-    ``unreachable_backup_overrides``. ``storage_plugin`` defaults to the Kùzu backend.
+    (settings overrides selecting and configuring the provider),
+    ``unreachable_backup_overrides`` and ``remote_snapshot`` (read or replace the
+    remote's ``alice/memory.jsonl`` behind the provider's back).
+    ``storage_plugin`` defaults to the Kùzu backend.
     """
 
     #: Memories stored by the round-trip test.
@@ -248,6 +302,12 @@ class EngineBackupTests:
     def unreachable_backup_overrides(self, backup_overrides: dict[str, Any]) -> dict[str, Any]:
         """Overrides pointing the provider at an unreachable remote; subclasses override."""
         raise NotImplementedError("override the unreachable_backup_overrides fixture")
+
+    @pytest.fixture
+    def remote_snapshot(self) -> Any:
+        """An object with ``read() -> bytes | None`` and ``write(data: bytes | None)``
+        (None deletes) acting on alice's remote snapshot file; subclasses override."""
+        raise NotImplementedError("override the remote_snapshot fixture")
 
     @pytest.fixture
     def storage_plugin(self) -> Any:
@@ -342,3 +402,139 @@ class EngineBackupTests:
         assert any("final backup failed" in e["event"] for e in errors), errors
         with make_engine({"backup_type": "none"}) as again:
             assert again.backend.count_engrams() == 10, "local memories were lost"
+
+    # -- several machines --------------------------------------------------------------
+    @staticmethod
+    def machine(make_engine: Callable[..., Any], overrides: dict[str, Any], home: Path) -> Any:
+        """An opened engine for alice with its own store (another machine)."""
+        return make_engine({**overrides, "storage_location": str(home)}).open()
+
+    def test_a_stale_machine_merges_instead_of_overwriting(
+        self, make_engine: Callable[..., Any], backup_overrides: dict[str, Any], tmp_path: Path
+    ) -> None:
+        texts = memory_texts(70)
+        one = self.machine(make_engine, backup_overrides, tmp_path / "m1")
+        try:
+            for text in texts[:50]:
+                one.store(text)
+            one.sync()
+            with self.machine(make_engine, backup_overrides, tmp_path / "m2") as two:
+                assert two.backend.count_engrams() == 50
+                for text in texts[50:60]:
+                    two.store(text)
+                assert two.sync().pushed
+            for text in texts[60:]:
+                one.store(text)  # stale: has not seen machine 2's ten
+            assert one.sync().pushed
+            assert one.backend.count_engrams() == 70, "machine 2's memories were not merged"
+        finally:
+            one.close()
+        with self.machine(make_engine, backup_overrides, tmp_path / "fresh") as fresh:
+            assert fresh.backend.count_engrams() == 70
+            assert {e.content for e in fresh.backend.iter_engrams()} == set(texts)
+
+    def test_three_machines_converge_to_the_union_minus_the_forgets(
+        self, make_engine: Callable[..., Any], backup_overrides: dict[str, Any], tmp_path: Path
+    ) -> None:
+        from smriti.portable import canonical_hash
+        from smriti.portable.tombstones import load
+
+        texts = iter(memory_texts(40))
+        kept: set[str] = set()
+        gone: set[str] = set()
+
+        def store(engine: Any, n: int) -> list[str]:
+            ids = [engine.store(next(texts)).engram.id for _ in range(n)]
+            kept.update(ids)
+            return ids
+
+        def forget(engine: Any, memory_id: str) -> None:
+            engine.forget(memory_id)
+            kept.discard(memory_id)
+            gone.add(memory_id)
+
+        machines = [
+            self.machine(make_engine, backup_overrides, tmp_path / f"m{i}") for i in range(3)
+        ]
+        a, b, c = machines
+        try:
+            first = store(a, 6)
+            a.sync()
+            store(b, 3)  # b started empty while a's first sync had not happened: no restore
+            forget(b, store(b, 1)[0])
+            b.sync()  # merges a's six
+            forget(a, first[0])  # a has not seen b's snapshot yet
+            store(a, 2)
+            store(c, 2)
+            c.sync()
+            a.sync()
+            forget(c, first[1])  # c holds a's memories since its sync
+            b.recall("espresso coffee grinder")  # access updates: newer versions on b
+            c.recall("espresso coffee grinder")
+            b.sync()
+            c.sync()
+            for engine in (a, b, c, a, b):  # a final round: everyone has seen everyone
+                engine.sync()
+            hashes = {canonical_hash(m) for m in machines}
+            ids = [{e.id for e in m.backend.iter_engrams()} for m in machines]
+            stones = [set(load(m.backend)) for m in machines]
+        finally:
+            for m in machines:
+                m.close()
+        assert ids == [kept] * 3, "a machine lost a memory or kept a forgotten one"
+        assert stones == [gone] * 3
+        assert len(hashes) == 1, "the machines did not converge to one graph"
+        with self.machine(make_engine, backup_overrides, tmp_path / "fresh") as fresh:
+            assert {e.id for e in fresh.backend.iter_engrams()} == kept
+            assert {canonical_hash(fresh)} == hashes
+            assert fresh.sync().pushed == [], "a converged store was pushed again"
+
+    @pytest.mark.parametrize(
+        "bad",
+        [
+            b"this is not json\n",
+            b'{"kind": "header", "format": "smriti-export", "version": 1, "user": "alice"}\n'
+            b'{"kind": "engram", "id": "x"}\n',
+            b'{"kind": "header", "format": "smriti-export", "version": 1, "user": "mallory"}\n'
+            b'{"kind": "trailer", "counts": {}}\n',
+        ],
+        ids=["not-an-export", "truncated", "another-users"],
+    )
+    def test_a_bad_remote_snapshot_is_reported_and_never_overwritten(
+        self,
+        make_engine: Callable[..., Any],
+        backup_overrides: dict[str, Any],
+        remote_snapshot: Any,
+        tmp_path: Path,
+        bad: bytes,
+    ) -> None:
+        from structlog.testing import capture_logs
+
+        with self.machine(make_engine, backup_overrides, tmp_path / "m1") as one:
+            for text in memory_texts(4):
+                one.store(text)
+            one.sync()
+            remote_snapshot.write(bad)
+            one.store("one more memory after the remote went bad")
+            for _ in range(2):  # the second sync must not say "nothing to push"
+                with pytest.raises(BackupError) as info:
+                    one.sync()
+                message = str(info.value)
+                assert f"alice/{SNAPSHOT}" in message and one.backup.location() in message
+                assert "smriti-sync-" not in message and "smriti-restore-" not in message
+                assert "remove it from the remote" in message
+                assert remote_snapshot.read() == bad, "the bad snapshot was overwritten"
+            with capture_logs() as logs:
+                other = self.machine(make_engine, backup_overrides, tmp_path / "m2")
+            try:
+                assert other.backend.count_engrams() == 0
+                assert any("restore failed" in e["event"] for e in logs), logs
+                with pytest.raises(BackupError):
+                    other.sync()
+            finally:
+                other.close()
+            assert remote_snapshot.read() == bad
+            remote_snapshot.write(None)  # a person decided: remove the file
+            assert one.sync().pushed
+        with self.machine(make_engine, backup_overrides, tmp_path / "fresh") as fresh:
+            assert fresh.backend.count_engrams() == 5

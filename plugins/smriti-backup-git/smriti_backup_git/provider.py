@@ -12,17 +12,24 @@ accepts: ``https://…/memory.git``, ``git@host:me/memory.git``, ``/srv/memory.g
 empty); credentials come from git itself (credential helper, SSH agent, or a token in
 the URL), never from a prompt.
 
-Branch: the remote's default branch, read with ``git ls-remote --symref``; an empty
-remote gets ``init.defaultBranch`` (or ``main``).
+Branch: ``SMRITI_GIT_BRANCH`` when set; otherwise the branch that holds this user's
+snapshot (the one pushed to), so restore and push always use the same branch even when
+the remote's HEAD points elsewhere; otherwise the remote's default branch (``git
+ls-remote --symref``). An empty remote gets ``init.defaultBranch`` (or ``main``).
+
+Pushes are never forced: the snapshot is committed on the commit that was fetched, and
+a rejected push while the branch moved raises SnapshotConflict, so the engine merges
+the other machine's snapshot before it tries again.
 """
 
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from smriti.backup import BackupProvider, SyncReport
+from smriti.backup import BackupProvider, Fetched, SnapshotConflict, SyncReport
 from smriti.errors import BackupError, ConfigError
 from smriti.logs import get_logger
 from smriti.model import utcnow
@@ -37,6 +44,17 @@ REPO_DIR = "backup-git"
 SNAPSHOT = "memory.jsonl"
 TIMEOUT_ENV = "SMRITI_GIT_TIMEOUT"
 DEFAULT_TIMEOUT = 120.0
+BRANCH_ENV = "SMRITI_GIT_BRANCH"
+PUSH_ATTEMPTS = 5
+
+
+@dataclass(slots=True, frozen=True)
+class _State:
+    """The remote branch chosen, its commit and this user's snapshot blob (None: absent)."""
+
+    branch: str
+    commit: str | None
+    blob: str | None
 
 
 def remote_url(base: str, user: str) -> str:
@@ -78,37 +96,63 @@ class GitBackup(BackupProvider):
         self.git = Git(self.repo, timeout=_timeout(settings))
 
     # -- the contract ----------------------------------------------------------------
+    def location(self) -> str:
+        """``{remote} ({user}/memory.jsonl on branch …)``, credentials redacted."""
+        branch = self._local_branch()
+        on = f" on branch {branch}" if branch else ""
+        return f"{self.shown_remote} ({self.user}/{SNAPSHOT}{on})"
+
     def restore(self, target: Path) -> bool:
         """Fetch the remote's latest snapshot into ``target``; False when there is none."""
-        branch = self._remote_branch()
-        if branch is None:
-            log.info("git backup remote is empty: nothing to restore", remote=self.shown_remote)
-            return False
-        self._ensure_repo()
-        self._update_from_remote(branch)
+        return self.fetch(target, None).downloaded
+
+    def fetch(self, target: Path, known: str | None) -> Fetched:
+        """Fetch the branch that holds the snapshot; copy the files unless ``known``.
+
+        The version is the snapshot file's blob id; the base, the fetched commit."""
+        state = self._remote_state()
+        where = f"{self.shown_remote} ({self.user}/{SNAPSHOT} on branch {state.branch})"
+        base = (state.branch, state.commit)
+        if state.blob is None or state.blob == known:
+            return Fetched(where, state.blob, False, base)
+        assert state.commit is not None
+        self.git.run(["checkout", "--quiet", "--force", "-B", state.branch, state.commit])
         source = self.repo / self.user
-        if not (source / SNAPSHOT).is_file():
-            return False
         target.mkdir(parents=True, exist_ok=True)
         for item in sorted(source.iterdir()):
             if item.is_file():
                 shutil.copy2(item, target / item.name)
-        log.info(
-            "git backup fetched", remote=self.shown_remote, branch=branch, commit=self._head()[:12]
-        )
-        return True
+        log.info("git backup fetched", remote=self.shown_remote, branch=state.branch,
+                 commit=state.commit[:12])  # fmt: skip
+        return Fetched(where, state.blob, True, base)
 
     def push(self, snapshot: Path) -> SyncReport:
-        """Commit the snapshot files when they changed and push them to the remote."""
+        """Commit the snapshot on top of the remote's branch and push it (last writer
+        wins: a push that lost a race is rebuilt on the new remote commit)."""
+        for _ in range(PUSH_ATTEMPTS):
+            state = self._remote_state()
+            fetched = Fetched(self.location(), state.blob, False, (state.branch, state.commit))
+            try:
+                return self.push_if(snapshot, fetched)
+            except SnapshotConflict:
+                continue
+        raise BackupError(f"{self.shown_remote} kept changing while pushing; try again")
+
+    def push_if(self, snapshot: Path, fetched: Fetched) -> SyncReport:
+        """Commit the snapshot on the fetched commit; push without force.
+
+        A rejected push while the remote branch moved is a SnapshotConflict (another
+        machine pushed: the engine merges its snapshot first); never a forced push.
+        """
+        branch, commit = fetched.base
         files = sorted(p for p in snapshot.iterdir() if p.is_file())
         self._ensure_repo()
-        branch = self._remote_branch()
-        on_remote = branch is not None
-        if branch is None:
-            branch = self._default_branch()
-            self._start_branch(branch)
+        if commit is not None:
+            # Local commits not on the remote are obsolete: the store they came from has
+            # merged the remote snapshot, so this snapshot contains them.
+            self.git.run(["checkout", "--quiet", "--force", "-B", branch, commit])
         else:
-            self._update_from_remote(branch)
+            self._start_branch(branch)
         changed = self._stage(files)
         if changed:
             count = len(files)
@@ -122,22 +166,26 @@ class GitBackup(BackupProvider):
                     f"({count} file{'s' if count != 1 else ''})",
                 ]
             )
-        if (on_remote and not self._ahead(branch)) or not self._has_commits():
+        if (commit is not None and not changed) or not self._has_commits():
             return SyncReport(
-                self.name, skipped=len(files), message="nothing to push: the snapshot is unchanged"
+                self.name,
+                skipped=len(files),
+                message="nothing to push: the snapshot is unchanged",
+                version=fetched.version,
             )
-        self._push(branch)
-        commit = self._head()[:12]
+        self._push(branch, commit)
+        head = self._head()[:12]
         return SyncReport(
             self.name,
             pushed=[f"{self.user}/{name}" for name in changed],
             skipped=len(files) - len(changed),
-            message=f"pushed commit {commit} to {self.shown_remote} ({branch})",
+            message=f"pushed commit {head} to {self.shown_remote} ({branch})",
+            version=self._blob("HEAD"),
         )
 
     # -- remote ------------------------------------------------------------------------
-    def _remote_branch(self) -> str | None:
-        """The remote's default branch, or None when the remote has no branch yet."""
+    def _ls_remote(self) -> tuple[dict[str, str], str | None]:
+        """The remote's branches (name → commit) and the branch its HEAD points at."""
         result = self.git.run(
             ["ls-remote", "--symref", self.remote], check=False, cwd=self.repo.parent
         )
@@ -147,35 +195,61 @@ class GitBackup(BackupProvider):
                 f"{self.git.describe(result)}"
             )
         head: str | None = None
-        heads: list[str] = []
+        heads: dict[str, str] = {}
         for line in result.stdout.splitlines():
             ref, _, name = line.partition("\t")
             if ref.startswith("ref: ") and name == "HEAD":
                 head = ref[5:].removeprefix("refs/heads/")
             elif name.startswith("refs/heads/"):
-                heads.append(name.removeprefix("refs/heads/"))
-        if not heads:
-            return None
-        if head in heads:
-            return head
-        current = self._local_branch()
-        for choice in (current, "main", "master"):
-            if choice in heads:
-                return choice
-        return sorted(heads)[0]
+                heads[name.removeprefix("refs/heads/")] = ref
+        return heads, head
 
-    def _push(self, branch: str) -> None:
+    def _remote_state(self) -> _State:
+        """Fetch every remote branch and choose the one to restore from and push to."""
+        heads, head = self._ls_remote()
+        self._ensure_repo()
+        configured = self.settings.env.get(BRANCH_ENV, "").strip()
+        if not heads:
+            return _State(configured or self._default_branch(), None, None)
+        self.git.run(
+            ["fetch", "--quiet", "--prune", "origin", "+refs/heads/*:refs/remotes/origin/*"]
+        )
+        branch = configured or self._choose(sorted(heads), head)
+        if branch not in heads:
+            return _State(branch, None, None)
+        tracking = f"refs/remotes/origin/{branch}"
+        commit = self.git.run(["rev-parse", tracking]).stdout.strip()
+        return _State(branch, commit, self._blob(tracking))
+
+    def _choose(self, heads: list[str], head: str | None) -> str:
+        """The branch holding this user's snapshot (the one pushed to), else the
+        remote's default branch: HEAD, this repository's branch, main, master, first."""
+        order = [b for b in (head, self._local_branch(), "main", "master", *heads) if b in heads]
+        holding = [b for b in dict.fromkeys(order) if self._blob(f"refs/remotes/origin/{b}")]
+        if len(holding) > 1:
+            log.warning("several remote branches hold a snapshot; using the first",
+                        branches=holding, chosen=holding[0], setting=BRANCH_ENV)  # fmt: skip
+        return (holding or order)[0]
+
+    def _blob(self, rev: str) -> str | None:
+        """The blob id of this user's snapshot file at ``rev`` (None when absent)."""
+        result = self.git.run(
+            ["rev-parse", "--verify", "--quiet", f"{rev}:{self.user}/{SNAPSHOT}"], check=False
+        )
+        return result.stdout.strip() or None if result.code == 0 else None
+
+    def _push(self, branch: str, base: str | None) -> None:
         args = ["push", "--quiet", "origin", f"HEAD:refs/heads/{branch}"]
         result = self.git.run(args, check=False)
-        if result.code != 0 and self._remote_branch() == branch:
-            # Perhaps another machine pushed in between: rebase once and retry.
-            log.info("git push rejected; rebasing on the remote and retrying", branch=branch)
-            self._update_from_remote(branch)
-            result = self.git.run(args, check=False)
-        if result.code != 0:
-            raise BackupError(
-                f"git push to {self.shown_remote} ({branch}) failed: {self.git.describe(result)}"
-            )
+        if result.code == 0:
+            return
+        now = self._ls_remote()[0].get(branch)
+        if now != base:
+            log.info("git push rejected: the remote moved; merging it first", branch=branch)
+            raise SnapshotConflict(f"{self.shown_remote} ({branch}) changed since it was fetched")
+        raise BackupError(
+            f"git push to {self.shown_remote} ({branch}) failed: {self.git.describe(result)}"
+        )
 
     # -- local repository --------------------------------------------------------------
     def _ensure_repo(self) -> None:
@@ -188,22 +262,6 @@ class GitBackup(BackupProvider):
         if self.git.run(["config", "--get", "user.email"], check=False).code != 0:
             self.git.run(["config", "user.name", "Smriti"])
             self.git.run(["config", "user.email", "smriti@localhost"])
-
-    def _update_from_remote(self, branch: str) -> None:
-        """Bring the local branch up to date: fetch, then rebase local commits on top."""
-        tracking = f"refs/remotes/origin/{branch}"
-        self.git.run(["fetch", "--quiet", "origin", f"+refs/heads/{branch}:{tracking}"])
-        if not self._has_commits():
-            self.git.run(["checkout", "--quiet", "--force", "-B", branch, tracking])
-            return
-        self.git.run(["checkout", "--quiet", "-B", branch])
-        if self.git.run(["rebase", "--quiet", tracking], check=False).code != 0:
-            # Snapshots are whole files: an unpushed older local snapshot is superseded.
-            self.git.run(["rebase", "--abort"], check=False)
-            log.warning(
-                "local backup commits conflict with the remote; keeping the remote's", branch=branch
-            )
-            self.git.run(["reset", "--quiet", "--hard", tracking])
 
     def _start_branch(self, branch: str) -> None:
         if self._has_commits():
@@ -224,12 +282,6 @@ class GitBackup(BackupProvider):
         self.git.run(["add", "--all", "--", self.user])
         diff = self.git.run(["diff", "--cached", "--name-only", "--", self.user])
         return [Path(p).name for p in diff.stdout.splitlines() if p.strip()]
-
-    def _ahead(self, branch: str) -> bool:
-        result = self.git.run(
-            ["rev-list", "--count", f"refs/remotes/origin/{branch}..HEAD"], check=False
-        )
-        return result.code != 0 or int(result.stdout.strip() or 0) > 0
 
     def _has_commits(self) -> bool:
         return self.git.run(["rev-parse", "--verify", "--quiet", "HEAD"], check=False).code == 0

@@ -43,6 +43,32 @@ def make_settings(home: Path, remote: str, **overrides: Any) -> Settings:
     )
 
 
+class RemoteFile:
+    """Reads or replaces one file of the remote's branch, as a person with git would."""
+
+    def __init__(self, remote: Path, work: Path, path: str, branch: str = "main") -> None:
+        self.remote, self.work, self.path, self.branch = remote, work, path, branch
+
+    def read(self) -> bytes | None:
+        proc = subprocess.run(
+            ["git", "show", f"{self.branch}:{self.path}"], cwd=self.remote, capture_output=True
+        )
+        return proc.stdout if proc.returncode == 0 else None
+
+    def write(self, data: bytes | None) -> None:
+        if not self.work.exists():
+            git("clone", "--quiet", "--branch", self.branch, str(self.remote), str(self.work))
+        git("pull", "--quiet", "origin", self.branch, cwd=self.work)
+        target = self.work / self.path
+        if data is None:
+            git("rm", "--quiet", self.path, cwd=self.work)
+        else:
+            target.write_bytes(data)
+            git("add", self.path, cwd=self.work)
+        git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "edit", cwd=self.work)
+        git("push", "--quiet", "origin", f"HEAD:{self.branch}", cwd=self.work)
+
+
 @pytest.fixture
 def remote(tmp_path: Path) -> Path:
     return bare_repo(tmp_path / "remote.git")
@@ -80,6 +106,10 @@ class TestGitThroughTheEngine(EngineBackupTests):
     @pytest.fixture
     def unreachable_backup_overrides(self, tmp_path: Path) -> dict[str, Any]:
         return {"backup_type": "git", "git_base_url": (tmp_path / "gone.git").as_uri()}
+
+    @pytest.fixture
+    def remote_snapshot(self, remote: Path, tmp_path: Path) -> Any:
+        return RemoteFile(remote, tmp_path / "hand-edit", f"alice/{SNAPSHOT}")
 
     def test_a_restore_missed_at_startup_is_merged_before_the_next_push(
         self, make_engine: Any, backup_overrides: dict[str, Any], remote: Path, tmp_path: Path

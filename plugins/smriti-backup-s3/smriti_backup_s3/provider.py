@@ -13,6 +13,12 @@ bucket is created on first push when it does not exist (and the credentials allo
 Restore lists ``{user}/`` with the paginated ``list_objects_v2`` and downloads into the
 directory it is given (a temporary one: the engine imports afterwards, so a live
 database file is never overwritten).
+
+Two machines never overwrite each other: the snapshot is written with S3 conditional
+writes (``If-Match`` the ETag that was fetched and merged, or ``If-None-Match: *`` when
+there was none); a lost race is a SnapshotConflict, and the engine merges the newer
+snapshot before it tries again. Stores that ignore these headers (older MinIO or Ceph
+releases) fall back to last-writer-wins.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from smriti.backup import BackupProvider, SyncReport
+from smriti.backup import BackupProvider, Fetched, SnapshotConflict, SyncReport
 from smriti.errors import BackupError
 from smriti.logs import get_logger
 
@@ -45,6 +51,10 @@ AUTH_CODES = frozenset(
     }
 )
 MISSING_CODES = frozenset({"NoSuchBucket", "404", "NotFound", "NoSuchKey"})
+#: A conditional write lost: the object changed (412), or a concurrent conditional
+#: write is in progress (409, AWS).
+CONFLICT_CODES = frozenset({"PreconditionFailed", "412", "ConditionalRequestConflict", "409"})
+SNAPSHOT = "memory.jsonl"
 
 
 def file_md5(path: Path) -> str:
@@ -72,43 +82,62 @@ class S3Backup(BackupProvider):
         self._client: Any = None
 
     # -- the contract ----------------------------------------------------------------
+    def location(self) -> str:
+        """``s3://{bucket}/{user}/memory.jsonl at {endpoint}``."""
+        return f"s3://{self.bucket}/{self.prefix}{SNAPSHOT} at {self.endpoint}"
+
     def restore(self, target: Path) -> bool:
         """Download every object under ``{user}/`` into ``target``; False when none."""
-        keys = self._call("list the backup", self._list)
-        if not keys:
-            log.info(
-                "s3 backup is empty: nothing to restore", bucket=self.bucket, prefix=self.prefix
-            )
-            return False
+        return self.fetch(target, None).downloaded
+
+    def fetch(self, target: Path, known: str | None) -> Fetched:
+        """List ``{user}/``; download its files unless the snapshot's ETag is ``known``.
+
+        The version (and the base of ``push_if``) is the ETag of ``memory.jsonl``, taken
+        from the GET that downloaded it, so it names exactly the bytes merged."""
+        listing = self._call("list the backup", self._list)
+        etag = listing.get(self.prefix + SNAPSHOT)
+        if not listing or (etag is not None and etag == known):
+            if not listing:
+                log.info("s3 backup is empty: nothing to restore", bucket=self.bucket,
+                         prefix=self.prefix)  # fmt: skip
+            return Fetched(self.location(), etag, False, etag)
         target.mkdir(parents=True, exist_ok=True)
-        for key in keys:
+        for key in sorted(listing):
             name = key[len(self.prefix) :]
             if not name or "/" in name or name in (".", ".."):
                 continue  # only the flat snapshot files this provider writes
-            self._call(
-                f"download {key}", self.client.download_file, self.bucket, key, str(target / name)
-            )
-        log.info("s3 backup fetched", bucket=self.bucket, files=len(keys))
-        return True
+            got = self._call(f"download {key}", self._download, key, target / name)
+            if name == SNAPSHOT:
+                etag = got
+        log.info("s3 backup fetched", bucket=self.bucket, files=len(listing))
+        return Fetched(self.location(), etag, True, etag)
 
     def push(self, snapshot: Path) -> SyncReport:
-        """Upload changed snapshot files; unchanged ones (same MD5) are skipped."""
+        """Upload changed snapshot files (last writer wins); unchanged ones are skipped."""
+        etag = self._call("list the backup", self._list).get(self.prefix + SNAPSHOT)
+        return self._upload(snapshot, None, etag)
+
+    def push_if(self, snapshot: Path, fetched: Fetched) -> SyncReport:
+        """Upload ``memory.jsonl`` only if the object still has the fetched ETag
+        (``If-Match``), or still does not exist (``If-None-Match: *``); otherwise raise
+        SnapshotConflict. Other files are uploaded as by ``push``."""
+        return self._upload(snapshot, fetched, fetched.base)
+
+    def _upload(self, snapshot: Path, fetched: Fetched | None, etag: str | None) -> SyncReport:
         self._ensure_bucket()
-        report = SyncReport(self.name)
+        report = SyncReport(self.name, version=etag)
         for path in sorted(p for p in snapshot.iterdir() if p.is_file()):
             key = self.prefix + path.name
             md5 = file_md5(path)
             if self._remote_md5(key) == md5:
                 report.skipped += 1
                 continue
-            self._call(
-                f"upload {key}",
-                self.client.upload_file,
-                str(path),
-                self.bucket,
-                key,
-                ExtraArgs={"Metadata": {MD5_META: md5}},
-            )
+            if path.name == SNAPSHOT:
+                report.version = self._put(path, key, md5, fetched, etag)
+            else:
+                self._call(f"upload {key}", self.client.upload_file, str(path), self.bucket,
+                           key, ExtraArgs={"Metadata": {MD5_META: md5}})  # fmt: skip
             report.pushed.append(key)
         report.message = (
             f"uploaded {len(report.pushed)} file(s) to s3://{self.bucket}/{self.prefix}"
@@ -116,6 +145,33 @@ class S3Backup(BackupProvider):
             else "nothing to push: the snapshot is unchanged"
         )
         return report
+
+    def _put(
+        self, path: Path, key: str, md5: str, fetched: Fetched | None, etag: str | None
+    ) -> str | None:
+        """One PUT of the snapshot, conditional when ``fetched`` is given; its new ETag."""
+        condition: dict[str, str] = {}
+        if fetched is not None:
+            condition = {"IfMatch": etag} if etag else {"IfNoneMatch": "*"}
+        try:
+            with path.open("rb") as body:
+                done = self.client.put_object(
+                    Bucket=self.bucket, Key=key, Body=body, Metadata={MD5_META: md5}, **condition
+                )
+        except Exception as exc:
+            if _code(exc) in CONFLICT_CODES:
+                log.info("s3 snapshot changed since it was fetched; merging it first", key=key)
+                raise SnapshotConflict(f"{self.location()} changed since it was fetched") from exc
+            raise self._error(f"upload {key}", exc) from exc
+        return str(done.get("ETag", "")).strip('"') or None
+
+    def _download(self, key: str, path: Path) -> str:
+        """GET ``key`` into ``path`` (streamed); return the ETag of the bytes written."""
+        got = self.client.get_object(Bucket=self.bucket, Key=key)
+        with path.open("wb") as out:
+            for chunk in got["Body"].iter_chunks(CHUNK):
+                out.write(chunk)
+        return str(got.get("ETag", "")).strip('"')
 
     def close(self) -> None:
         """Drop the client (boto3 clients hold a connection pool)."""
@@ -152,19 +208,21 @@ class S3Backup(BackupProvider):
         )
         return boto3.session.Session().client("s3", config=config, **options)
 
-    def _list(self) -> list[str]:
+    def _list(self) -> dict[str, str]:
+        """Key → ETag of every object under the user's prefix (paginated)."""
         paginator = self.client.get_paginator("list_objects_v2")
-        keys: list[str] = []
+        keys: dict[str, str] = {}
         try:
             for page in paginator.paginate(
                 Bucket=self.bucket,
                 Prefix=self.prefix,
                 PaginationConfig={"PageSize": self.page_size},
             ):
-                keys.extend(obj["Key"] for obj in page.get("Contents", []))
+                for obj in page.get("Contents", []):
+                    keys[obj["Key"]] = str(obj.get("ETag", "")).strip('"')
         except Exception as exc:
             if _code(exc) in MISSING_CODES:
-                return []
+                return {}
             raise
         return keys
 

@@ -129,6 +129,25 @@ def s3_url_iam(s3_url: str) -> Any:
     return create
 
 
+class RemoteObject:
+    """Reads or replaces one object of the bucket, as a person with an S3 client would."""
+
+    def __init__(self, s3: Any, bucket: str, key: str) -> None:
+        self.s3, self.bucket, self.key = s3, bucket, key
+
+    def read(self) -> bytes | None:
+        try:
+            return bytes(self.s3.get_object(Bucket=self.bucket, Key=self.key)["Body"].read())
+        except self.s3.exceptions.NoSuchKey:
+            return None
+
+    def write(self, data: bytes | None) -> None:
+        if data is None:
+            self.s3.delete_object(Bucket=self.bucket, Key=self.key)
+        else:
+            self.s3.put_object(Bucket=self.bucket, Key=self.key, Body=data)
+
+
 class TestS3Conformance(BackupProviderTests):
     @pytest.fixture
     def provider_factory(self, tmp_path: Path, s3_url: str, bucket: str) -> Any:
@@ -165,6 +184,10 @@ class TestS3ThroughTheEngine(EngineBackupTests):
     @pytest.fixture
     def unreachable_backup_overrides(self, bucket: str) -> dict[str, Any]:
         return {"backup_type": "s3", **s3_overrides(f"http://127.0.0.1:{free_port()}", bucket)}
+
+    @pytest.fixture
+    def remote_snapshot(self, s3: Any, bucket: str) -> Any:
+        return RemoteObject(s3, bucket, f"alice/{SNAPSHOT}")
 
     def test_rejected_credentials_keep_the_engine_serving(
         self,
