@@ -4,6 +4,7 @@ bare git repository and an embedded FalkorDB server."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -12,6 +13,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -297,3 +300,27 @@ def test_settings_reference_lists_every_setting_with_its_default() -> None:
         rows = [ln for ln in text.splitlines() if ln.startswith(f"| `{var}`")]
         assert len(rows) == 1, f"{var} is missing from docs/settings.md"
         assert rows[0].split(" | ")[1] == default(f), f"{var}: regenerate docs/settings.md"
+
+
+def test_s3_endpoint_answers_or_fails(env: dict[str, str]) -> None:
+    from moto.server import ThreadedMotoServer
+
+    port = closed_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        _warm_up(f"http://127.0.0.1:{port}")  # moto imports its S3 code on the first request
+        up = doctor(env, BACKUP_TYPE="s3", S3_ENDPOINT=f"http://127.0.0.1:{port}")
+    finally:
+        server.stop()
+    assert up.returncode == 0, up.stdout
+    assert line(up, "s3 endpoint").startswith("ok ")
+    down = doctor(env, BACKUP_TYPE="s3", S3_ENDPOINT=f"http://127.0.0.1:{port}", S3_BUCKET="a_b")
+    assert down.returncode == 1
+    assert "fix: start the server or correct S3_ENDPOINT" in line(down, "s3 endpoint")
+    assert "S3_BUCKET='a_b' is not a valid S3 bucket name" in line(down, "setting S3_BUCKET")
+
+
+def _warm_up(url: str) -> None:
+    with contextlib.suppress(urllib.error.HTTPError):
+        urllib.request.urlopen(url, timeout=60).close()

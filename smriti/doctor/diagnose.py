@@ -12,6 +12,7 @@ from smriti.doctor import probes
 from smriti.doctor.checks import Check, guarded, ok
 from smriti.doctor.settings_view import SettingRow, view
 from smriti.doctor.store import store_checks
+from smriti.plugins import PluginReport, Registry
 
 
 @dataclass(slots=True)
@@ -56,7 +57,7 @@ def _secrets(environ: Mapping[str, str], settings: Settings | None) -> list[str]
 
 
 def _components(settings: Settings, environ: Mapping[str, str]) -> list[Check]:
-    from smriti.plugins import Registry, create_plugin_manager
+    from smriti.plugins import create_plugin_manager
 
     pm, report = create_plugin_manager(environ=environ)
     registry = Registry(pm)
@@ -69,7 +70,9 @@ def _components(settings: Settings, environ: Mapping[str, str]) -> list[Check]:
     return checks + probes.run_parallel(_merge_openai(pending))
 
 
-def _backend(registry: Any, report: Any, settings: Settings, pending: list) -> list[Check]:
+def _backend(
+    registry: Registry, report: PluginReport, settings: Settings, pending: list[probes.Probe]
+) -> list[Check]:
     from smriti.engine.components import choose_backend
 
     checks = [cc.backend_check(registry, report, settings)]
@@ -86,7 +89,7 @@ def _backend(registry: Any, report: Any, settings: Settings, pending: list) -> l
     return checks
 
 
-def _embedder(registry: Any, settings: Settings, pending: list) -> list[Check]:
+def _embedder(registry: Registry, settings: Settings, pending: list[probes.Probe]) -> list[Check]:
     check, name = cc.embedder_check(registry, settings)
     if name == "openai":
         pending.append(
@@ -100,7 +103,7 @@ def _embedder(registry: Any, settings: Settings, pending: list) -> list[Check]:
     return [check]
 
 
-def _extractor(registry: Any, settings: Settings, pending: list) -> list[Check]:
+def _extractor(registry: Registry, settings: Settings, pending: list[probes.Probe]) -> list[Check]:
     check, name = cc.extractor_check(registry, settings)
     if name == "openai":
         pending.append(
@@ -114,7 +117,7 @@ def _extractor(registry: Any, settings: Settings, pending: list) -> list[Check]:
     return [check]
 
 
-def _backup(registry: Any, settings: Settings, pending: list) -> list[Check]:
+def _backup(registry: Registry, settings: Settings, pending: list[probes.Probe]) -> list[Check]:
     check, provider = cc.backup_check(registry, settings)
     if provider is None:
         return [check]
