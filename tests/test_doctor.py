@@ -324,3 +324,22 @@ def test_s3_endpoint_answers_or_fails(env: dict[str, str]) -> None:
 def _warm_up(url: str) -> None:
     with contextlib.suppress(urllib.error.HTTPError):
         urllib.request.urlopen(url, timeout=60).close()
+
+
+def test_a_plugin_that_fails_to_load_is_a_warning_or_with_strict_a_failure(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    site = tmp_path / "site"
+    dist = site / "smriti_broken-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: smriti-broken\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[smriti]\nsmriti-broken = no_such_module_4242\n")
+    path = os.pathsep.join(p for p in (str(site), env.get("PYTHONPATH", "")) if p)
+    result = doctor(env, PYTHONPATH=path)
+    assert result.returncode == 0, result.stdout
+    got = line(result, "plugin smriti-broken")
+    assert got.startswith("warn") and "ModuleNotFoundError" in got
+    assert "fix: reinstall it, or skip it with SMRITI_DISABLE_PLUGINS=smriti-broken" in got
+    strict = doctor(env, PYTHONPATH=path, SMRITI_STRICT_PLUGINS="1")
+    assert strict.returncode == 1 and "Traceback" not in strict.stderr
+    assert line(strict, "plugins").startswith("FAIL")
