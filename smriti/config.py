@@ -54,6 +54,20 @@ def _default_user() -> str:
     return cleaned or "default"
 
 
+def _check_blank_user(environ: Mapping[str, str], overrides: Mapping[str, Any]) -> None:
+    """ConfigError when ACCESSING_USER is set but blank (unset means the OS user).
+
+    A blank value is usually a templating slip (``ACCESSING_USER=${USER_NAME}``); quietly
+    using the OS user instead would put the memories in someone else's store.
+    """
+    raw = environ.get("ACCESSING_USER")
+    if raw is not None and not raw.strip() and overrides.get("accessing_user") is None:
+        raise ConfigError(
+            "ACCESSING_USER is set but empty: give a user name, or unset it to use the "
+            f"OS user ({_default_user()!r})"
+        )
+
+
 def _str(name: str, raw: str) -> str:
     return raw.strip()
 
@@ -282,6 +296,7 @@ class Settings:
         environment values, other values are used as given.
         """
         environ = dict(os.environ if environ is None else environ)
+        _check_blank_user(environ, overrides)
         values: dict[str, Any] = {"env": environ}
         for f in fields(cls):
             if "env" not in f.metadata:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 
-from smriti.errors import InvalidInput
+from smriti.errors import ConfigError, InvalidInput
 from smriti.model import MEMORY_TYPES
 
 RECALL_MODES = ("recall", "search", "list")
@@ -138,3 +140,57 @@ def memory_id(value: object) -> str:
     if len(text) > MAX_ID_CHARS or "\x00" in text:
         raise InvalidInput(f"memory_id {text[:20]!r}... is not a valid memory id")
     return text
+
+
+def input_file(value: str | os.PathLike[str]) -> Path:
+    """A file to read: it exists, is not a directory, and can be opened for reading."""
+    path = Path(value).expanduser()
+    if path.is_dir():
+        raise InvalidInput(f"{path} is a directory; give a file")
+    try:
+        with path.open("rb"):
+            pass
+    except FileNotFoundError:
+        raise InvalidInput(f"{path}: no such file") from None
+    except PermissionError:
+        raise InvalidInput(f"{path} cannot be read: permission denied") from None
+    except OSError as exc:
+        raise InvalidInput(f"{path} cannot be read: {exc.strerror or exc}") from None
+    return path
+
+
+def output_file(value: str | os.PathLike[str]) -> Path:
+    """A file to write: not a directory, in an existing directory that can be written."""
+    path = Path(value).expanduser()
+    if path.is_dir():
+        raise InvalidInput(f"{path} is a directory; give a file name to write")
+    parent = path.parent
+    if not parent.exists():
+        raise InvalidInput(f"cannot write {path}: directory {parent} does not exist")
+    if not parent.is_dir():
+        raise InvalidInput(f"cannot write {path}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InvalidInput(f"cannot write {path}: directory {parent} is not writable")
+    return path
+
+
+def storage_dirs(location: Path, user_dir: Path) -> None:
+    """ConfigError unless STORAGE_LOCATION and the user's directory are (or can become)
+    directories: neither may be an existing file, nor lie under one."""
+    if location.exists() and not location.is_dir():
+        raise ConfigError(
+            f"STORAGE_LOCATION={location} is a file, not a directory: point STORAGE_LOCATION "
+            "(or --storage) at a directory"
+        )
+    if user_dir.exists() and not user_dir.is_dir():
+        raise ConfigError(
+            f"{user_dir} is a file, but it must be the directory holding the memory of user "
+            f"{user_dir.name!r}: move the file away or choose another STORAGE_LOCATION"
+        )
+    ancestor = location
+    while not ancestor.exists() and ancestor.parent != ancestor:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ConfigError(
+            f"STORAGE_LOCATION={location} cannot be created: {ancestor} is a file, not a directory"
+        )

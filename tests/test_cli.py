@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -213,3 +215,92 @@ def test_help_is_fast_and_lazy() -> None:
         [sys.executable, "-m", "smriti", "--help"], capture_output=True, text=True, timeout=30
     )
     assert helped.returncode == 0 and "recall" in helped.stdout
+
+
+def _unreadable_command(path: Path) -> list[str]:
+    """A command prefix under which ``path`` (mode 000) cannot be read, or skip."""
+    path.chmod(0)
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: no way to make a file unreadable")
+    return [setpriv, "--bounding-set", "-dac_override,-dac_read_search"]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("import", "{tmp}/nonexistent.jsonl"), "no such file"),
+        (("import", "{tmp}"), "is a directory"),
+        (("export", "{tmp}/nodir/x.jsonl"), "does not exist"),
+        (("export", "{tmp}"), "is a directory"),
+        (("export", "{tmp}/a-file/x.jsonl"), "is not a directory"),
+        (("--storage", "{tmp}/a-file", "stats"), "is a file, not a directory"),
+        (("--storage", "{tmp}/a-file/below", "recall", "x"), "is a file, not a directory"),
+        (("--storage", "{tmp}/a-file", "serve"), "is a file, not a directory"),
+        (("--storage", "{tmp}/users", "store", "x"), "must be the directory holding"),
+        (("--storage", "{tmp}/users"), "must be the directory holding"),
+    ],
+)
+def test_bad_paths_are_one_error_line(
+    env: dict[str, str], tmp_path: Path, args: tuple[str, ...], expected: str
+) -> None:
+    (tmp_path / "a-file").write_text("not a directory\n")
+    (tmp_path / "users").mkdir()
+    (tmp_path / "users" / "cli-user").write_text("a file where the user's store belongs\n")
+    before = sorted(tmp_path.rglob("*"))
+    result = smriti(env, *(a.format(tmp=tmp_path) for a in args), stdin="")
+    assert expected in one_error_line(result, 2)
+    assert result.stdout == ""
+    assert sorted(tmp_path.rglob("*")) == before  # nothing created, not even the store
+
+
+def test_unreadable_import_file_is_one_error_line(env: dict[str, str], tmp_path: Path) -> None:
+    locked = tmp_path / "locked.jsonl"
+    locked.write_text("{}\n")
+    command = [*_unreadable_command(locked), sys.executable, "-m", "smriti", "import", str(locked)]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert "cannot be read: permission denied" in one_error_line(result, 2)
+    assert not (tmp_path / "store").exists()
+
+
+def test_blank_accessing_user_stops_commands_and_server(env: dict[str, str]) -> None:
+    for args in (("stats",), ()):
+        result = smriti(env, *args, stdin="", ACCESSING_USER=" ")
+        assert "ACCESSING_USER is set but empty" in one_error_line(result, 2)
+
+
+def test_every_subcommand_has_a_description(env: dict[str, str]) -> None:
+    from smriti.cli.parser import build_parser
+
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert {"store", "recall", "forget", "export", "import"} <= set(commands.choices)
+    for name, sub in commands.choices.items():
+        assert sub.description and len(sub.description) > 10, name
+    helped = smriti(env, "export", "--help")
+    assert helped.returncode == 0 and "versioned JSON Lines" in helped.stdout
+
+
+def test_search_mode_has_a_similarity_floor(env: dict[str, str]) -> None:
+    for text in ("Ravi's cat is called Biscuit", "The Lisbon office moved in March"):
+        ok_json(smriti(env, "store", text, "--json"))
+    found = ok_json(smriti(env, "recall", "Ravi cat", "--mode", "search", "--json"))
+    assert [r["content"] for r in found["results"]] == ["Ravi's cat is called Biscuit"]
+    assert all(r["score"] >= 0.2 for r in found["results"])
+    unrelated = ok_json(smriti(env, "recall", "quantum zebra", "--mode", "search", "--json"))
+    assert unrelated["results"] == [] and unrelated["degraded"] is False
+    text = smriti(env, "recall", "quantum zebra", "--mode", "search")
+    assert text.stdout.strip() == "no memories found"
+
+
+def test_list_mode_shows_no_score(env: dict[str, str]) -> None:
+    ok_json(smriti(env, "store", "Standup moved to 9:30 on Mondays", "--json"))
+    listed = smriti(env, "recall", "--mode", "list")
+    assert listed.returncode == 0, listed.stderr
+    header, first = listed.stdout.splitlines()[:2]
+    assert "SCORE" not in header and header.split()[-2:] == ["ID", "MEMORY"]
+    assert "Standup moved" in first
+    data = ok_json(smriti(env, "recall", "--json"))
+    assert data["mode"] == "list" and [r["score"] for r in data["results"]] == [None]

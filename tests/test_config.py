@@ -135,3 +135,14 @@ def test_settings_table_lists_every_variable() -> None:
         "CONSOLIDATION_INTERVAL",
     ):
         assert var in names
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\t\n"])
+def test_blank_accessing_user_is_an_error_not_the_os_user(blank: str) -> None:
+    with pytest.raises(ConfigError, match="ACCESSING_USER is set but empty") as caught:
+        Settings.from_env({"ACCESSING_USER": blank})
+    assert "\n" not in str(caught.value)
+    assert Settings.from_env({}).accessing_user == Settings().accessing_user  # unset: OS user
+    assert Settings.from_env({"ACCESSING_USER": blank}, accessing_user="bob").accessing_user == (
+        "bob"
+    )

@@ -16,6 +16,7 @@ from mcp.types import CallToolResult
 from smriti import validation
 from smriti.config import Settings
 from smriti.engine import Engine
+from smriti.engine.recall import VECTOR_FLOOR
 from smriti.mcp_server import build_server, run_engine
 from smriti.mcp_server.tools import checked
 from smriti.model import MEMORY_TYPES
@@ -187,6 +188,21 @@ async def test_memory_type_filter_and_search_mode(client: Client) -> None:
     for kind in MEMORY_TYPES:
         filtered = await call(client, "smriti_recall", mode="list", memory_type=kind, limit=10)
         assert all(r["memory_type"] == kind for r in filtered.structured_content["results"])
+
+
+async def test_search_mode_returns_nothing_below_the_similarity_floor(client: Client) -> None:
+    await call(client, "smriti_store", content="How to deploy: run make release then tag it")
+    await call(client, "smriti_store", content="Yesterday we had lunch with Marco in Rome")
+    found = (
+        await call(client, "smriti_recall", query="deploy release", mode="search")
+    ).structured_content
+    assert [r["content"] for r in found["results"]] == [
+        "How to deploy: run make release then tag it"
+    ]
+    assert found["results"][0]["score"] >= VECTOR_FLOOR and found["degraded"] is False
+    unrelated = await call(client, "smriti_recall", query="quantum zebra", mode="search")
+    assert not unrelated.is_error and unrelated.structured_content["results"] == []
+    assert "warning" not in unrelated.structured_content
 
 
 async def test_metacharacters_and_unicode_round_trip_exactly(client: Client) -> None:

@@ -2,7 +2,9 @@
 
 ``smriti`` with no subcommand serves MCP over stdio, which is what MCP clients start.
 Expected errors print one line, ``smriti: error: ...``, on stderr and exit with 2 for
-usage and configuration problems or 1 for runtime failures; never a traceback.
+usage and configuration problems (including every bad path: a missing, unreadable or
+directory input file, an output file in a missing directory, a storage location that is
+a file) or 1 for runtime failures; never a traceback.
 
 Heavy modules (the engine, plugins, the MCP SDK) are imported inside the commands so
 that ``smriti --help`` stays fast.
@@ -37,6 +39,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `smriti recall | head`: the reader left, nothing to say
         _silence_stdout()
         return EXIT_OK
+    except OSError as exc:  # a file went wrong at run time (disk full, removed meanwhile)
+        where = f": {exc.filename}" if exc.filename else ""
+        return _fail(OSError(f"{exc.strerror or exc}{where}"), EXIT_RUNTIME)
 
 
 def _fail(exc: BaseException, code: int) -> int:

@@ -50,7 +50,10 @@ def open_engine(args: argparse.Namespace) -> Iterator[Engine]:
 
     settings = load_settings(args)
     configure_logging(_cli_log_level(args, settings))
+    from smriti import validation
     from smriti.engine import Engine
+
+    validation.storage_dirs(settings.storage_location, settings.user_dir())
 
     engine = Engine.from_settings(settings)
     with engine:

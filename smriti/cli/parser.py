@@ -43,6 +43,17 @@ def _port(text: str) -> int:
     return value
 
 
+class _Subcommands(argparse._SubParsersAction):
+    """Subcommand registry: a subcommand given no ``description`` shows its ``help`` as
+    one (a sentence), so ``smriti COMMAND --help`` always says what the command does."""
+
+    def add_parser(self, name: str, **kwargs: object) -> argparse.ArgumentParser:
+        text = str(kwargs.get("help") or "").strip()
+        if text and not kwargs.get("description"):
+            kwargs["description"] = text[0].upper() + text[1:] + ("" if text.endswith(".") else ".")
+        return super().add_parser(name, **kwargs)  # type: ignore[arg-type]
+
+
 def _global_flags() -> argparse.ArgumentParser:
     """Flags accepted before or after the command (SUPPRESS keeps the first one given)."""
     common = argparse.ArgumentParser(add_help=False)
@@ -77,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"smriti {__version__}")
     parser.set_defaults(handler=commands.serve, transport="stdio", host="127.0.0.1", port=8000)
-    sub = parser.add_subparsers(title="commands", metavar="COMMAND")
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND", action=_Subcommands)
     _add_serve(sub, common)
     _add_store(sub, common)
     _add_recall(sub, common)
@@ -88,7 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_serve(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("serve", parents=[common], help="run the MCP server (the default)")
+    p = sub.add_parser(
+        "serve",
+        parents=[common],
+        help="run the MCP server (the default)",
+        description="Serve MCP over stdio (what MCP clients start) or streamable HTTP, "
+        "until stdin closes or SIGTERM/SIGINT arrives.",
+    )
     p.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     p.add_argument("--port", type=_port, default=8000, help="HTTP port (default 8000)")
@@ -96,7 +113,13 @@ def _add_serve(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
 
 
 def _add_store(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("store", parents=[common], help="store a memory")
+    p = sub.add_parser(
+        "store",
+        parents=[common],
+        help="store a memory",
+        description="Store one memory: it is summarised, classified, linked to its cues "
+        "and to similar memories, and printed with its id.",
+    )
     p.add_argument("content", metavar="CONTENT", help="the text to remember; '-' reads stdin")
     p.add_argument("--importance", type=_importance, default=0.5, help="0.0-1.0 (default 0.5)")
     p.add_argument("--tags", default="", help="comma-separated tags")
@@ -106,7 +129,14 @@ def _add_store(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
 
 
 def _add_recall(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("recall", parents=[common], help="recall memories (no query: list)")
+    p = sub.add_parser(
+        "recall",
+        parents=[common],
+        help="recall memories (no query: list)",
+        description="Recall memories for QUERY, best first. --mode recall follows cues, "
+        "meaning, words and associations; search is semantic similarity only (nothing "
+        "below a similarity floor); list, or no QUERY, shows the most recently used.",
+    )
     p.add_argument("query", metavar="QUERY", nargs="?", default="", help="what to remember")
     p.add_argument("--limit", type=_positive_int, default=5, help="results (default 5)")
     p.add_argument("--mode", choices=("recall", "search", "list"), default="recall")
@@ -122,17 +152,42 @@ def _add_recall(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
 
 
 def _add_simple(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("forget", parents=[common], help="delete a memory by id")
+    p = sub.add_parser(
+        "forget",
+        parents=[common],
+        help="delete a memory by id",
+        description="Delete the memory with ID for good (ids come from recall); an unknown "
+        "id is an error.",
+    )
     p.add_argument("memory_id", metavar="ID")
     _json_flag(p)
     p.set_defaults(handler=commands.forget)
     simple = {
-        "consolidate": ("decay, prune, cluster and index now", commands.consolidate),
-        "stats": ("counts and the components in use", commands.stats),
-        "sync": ("push a backup now", commands.sync),
-        "plugins": ("installed plugins, what they register, load failures", commands.plugins),
+        "consolidate": (
+            "decay, prune, cluster and index now",
+            "Run consolidation now: decay, prune weak unimportant memories, remove orphan "
+            "cues, re-cluster and create indexes (it also runs periodically while serving).",
+            commands.consolidate,
+        ),
+        "stats": (
+            "counts and the components in use",
+            "Show how many memories, cues and links the user has, and the backend, "
+            "embedder, extractor and backup in use.",
+            commands.stats,
+        ),
+        "sync": (
+            "push a backup now",
+            "Push a consistent snapshot of the memory to the configured backup (BACKUP_TYPE).",
+            commands.sync,
+        ),
+        "plugins": (
+            "installed plugins, what they register, load failures",
+            "List every plugin with its distribution and version, what it registers, and "
+            "any plugin that failed to load.",
+            commands.plugins,
+        ),
     }
-    for name, (text, handler) in simple.items():
-        p = sub.add_parser(name, parents=[common], help=text)
+    for name, (text, description, handler) in simple.items():
+        p = sub.add_parser(name, parents=[common], help=text, description=description)
         _json_flag(p)
         p.set_defaults(handler=handler)

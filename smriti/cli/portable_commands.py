@@ -10,7 +10,6 @@ A progress line is drawn on stderr when it is a terminal.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from smriti.cli import output
@@ -19,22 +18,24 @@ from smriti.cli.commands import open_engine
 
 def export(args: argparse.Namespace) -> int:
     """Write the user's memory to PATH."""
+    from smriti import validation
     from smriti.portable import export_store
 
+    path = validation.output_file(args.path)  # before the store is opened
     with open_engine(args) as engine:
-        report = export_store(
-            engine, Path(args.path), vectors="list" if args.float_lists else "base64"
-        )
+        report = export_store(engine, path, vectors="list" if args.float_lists else "base64")
     output.emit(report.to_dict(), args.json, _format_export)
     return 0
 
 
 def import_(args: argparse.Namespace) -> int:
     """Load PATH into the user's store."""
+    from smriti import validation
     from smriti.portable import import_store
 
+    path = validation.input_file(args.path)  # before the store is opened
     with open_engine(args) as engine:
-        report = import_store(engine, Path(args.path), merge=args.merge)
+        report = import_store(engine, path, merge=args.merge)
     output.emit(report.to_dict(), args.json, _format_import)
     return 0
 
@@ -76,18 +77,36 @@ def _format_import(d: dict[str, Any]) -> str:
 
 def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Register ``export``, ``import`` and ``hash`` on the ``smriti`` subparsers."""
-    p = sub.add_parser("export", parents=[common], help="write your memory to a JSONL file")
+    p = sub.add_parser(
+        "export",
+        parents=[common],
+        help="write your memory to a JSONL file",
+        description="Write the user's whole memory graph to PATH as versioned JSON Lines "
+        "(.gz compresses); the directory must exist.",
+    )
     p.add_argument("path", metavar="PATH", help="output file (.gz to compress)")
     p.add_argument(
         "--float-lists", action="store_true", help="write embeddings as JSON numbers, not base64"
     )
     p.add_argument("--json", action="store_true", help="print JSON for scripts")
     p.set_defaults(handler=export)
-    p = sub.add_parser("import", parents=[common], help="load a file made by `smriti export`")
+    p = sub.add_parser(
+        "import",
+        parents=[common],
+        help="load a file made by `smriti export`",
+        description="Load a file made by `smriti export` into the user's store (which must "
+        "be empty, unless --merge), re-embedding if it came from another embedding model.",
+    )
     p.add_argument("path", metavar="PATH", help="a smriti export (.jsonl or .jsonl.gz)")
     p.add_argument("--merge", action="store_true", help="add to a store that is not empty")
     p.add_argument("--json", action="store_true", help="print JSON for scripts")
     p.set_defaults(handler=import_)
-    p = sub.add_parser("hash", parents=[common], help="canonical hash of your memory graph")
+    p = sub.add_parser(
+        "hash",
+        parents=[common],
+        help="canonical hash of your memory graph",
+        description="Print the canonical hash of the user's memory graph: equal on both "
+        "sides of an exact copy (export then import).",
+    )
     p.add_argument("--json", action="store_true", help="print JSON for scripts")
     p.set_defaults(handler=hash_)

@@ -34,8 +34,9 @@ CUE_FANOUT = 50
 CUE_NEIGHBOURS = 3
 CUE_SIMILARITY = 0.8
 #: A vector hit below this similarity is not a direct hit (it may still come as a hop),
-#: and ``search`` mode returns nothing below it. Unrelated texts score under it with every
-#: built-in embedder (the lexical one: |cosine| < 0.2 for texts sharing no term).
+#: and ``search`` mode returns nothing below it. With the built-in lexical embedder on
+#: LoCoMo turns, a two-word query reaches it for 0.4 % of the memories sharing no term
+#: with it and for 88 % of the memories it was taken from.
 VECTOR_FLOOR = 0.2
 #: Seeds expanded per hop, edges per seed, and the most engrams a cue may encode to be
 #: followed in a hop (hub cues like "user" connect everything and explain nothing).

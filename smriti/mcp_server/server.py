@@ -62,7 +62,12 @@ def run_server(
     (ConfigError, BackendError, ...) propagate after cleanup.
     """
     configure_logging(settings.log_level)
+    from smriti import validation
     from smriti.engine import Engine
+
+    # A file where the store's directory belongs is a ConfigError (one line), not an
+    # OSError from deep inside the backend.
+    validation.storage_dirs(settings.storage_location, settings.user_dir())
 
     _stop_requested.clear()
     # Until the event loop runs, a signal interrupts whatever is happening (e.g. a slow
