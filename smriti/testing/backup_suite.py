@@ -538,3 +538,30 @@ class EngineBackupTests:
             assert one.sync().pushed
         with self.machine(make_engine, backup_overrides, tmp_path / "fresh") as fresh:
             assert fresh.backend.count_engrams() == 5
+
+    def test_a_push_that_loses_a_race_merges_and_retries(
+        self, make_engine: Callable[..., Any], backup_overrides: dict[str, Any], tmp_path: Path
+    ) -> None:
+        one = self.machine(make_engine, backup_overrides, tmp_path / "m1")
+        two = self.machine(make_engine, backup_overrides, tmp_path / "m2")
+        try:
+            mine = {one.store(t).engram.id for t in memory_texts(6)[:3]}
+            theirs = {two.store(t).engram.id for t in memory_texts(6)[3:]}
+            real = one.backup.push_if
+            calls: list[int] = []
+
+            def racing(snapshot: Path, fetched: Any) -> SyncReport:
+                calls.append(1)
+                if len(calls) == 1:  # machine 2 pushes between machine 1's fetch and push
+                    assert two.sync().pushed
+                return real(snapshot, fetched)
+
+            one.backup.push_if = racing  # type: ignore[method-assign]
+            assert one.sync().pushed
+            assert len(calls) == 2, "the lost push was not retried after a merge"
+            assert {e.id for e in one.backend.iter_engrams()} == mine | theirs
+        finally:
+            one.close()
+            two.close()
+        with self.machine(make_engine, backup_overrides, tmp_path / "fresh") as fresh:
+            assert {e.id for e in fresh.backend.iter_engrams()} == mine | theirs

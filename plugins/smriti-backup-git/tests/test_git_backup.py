@@ -134,6 +134,31 @@ class TestGitThroughTheEngine(EngineBackupTests):
         with make_engine(fresh) as restored:
             assert restored.backend.count_engrams() == 6
 
+    def test_restore_uses_the_branch_pushed_to_when_the_remote_head_points_elsewhere(
+        self, make_engine: Any, backup_overrides: dict[str, Any], remote: Path, tmp_path: Path
+    ) -> None:
+        with make_engine(backup_overrides) as first:
+            for text in memory_texts(5):
+                first.store(text)
+            first.sync()
+        seed = tmp_path / "seed"  # someone adds a docs branch and makes it the default
+        git("init", "--quiet", "--initial-branch=docs", str(seed))
+        (seed / "README").write_text("my notes\n")
+        git("add", "README", cwd=seed)
+        git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "docs", cwd=seed)
+        git("push", "--quiet", str(remote), "HEAD:refs/heads/docs", cwd=seed)
+        git("symbolic-ref", "HEAD", "refs/heads/docs", cwd=remote)
+        laptop = {**backup_overrides, "storage_location": str(tmp_path / "laptop")}
+        with make_engine(laptop) as restored:
+            assert restored.backend.count_engrams() == 5, "restored from the remote's HEAD"
+            restored.store("written on the laptop")
+            report = restored.sync()
+            assert "(main)" in report.message
+        assert git("ls-tree", "-r", "--name-only", "docs", cwd=remote).split() == ["README"]
+        fresh = {**backup_overrides, "storage_location": str(tmp_path / "fresh")}
+        with make_engine(fresh) as again:
+            assert again.backend.count_engrams() == 6
+
 
 def test_registered_as_git_and_github() -> None:
     pm, _ = create_plugin_manager(load_entry_points=False, environ={})
