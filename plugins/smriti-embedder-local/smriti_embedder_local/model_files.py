@@ -1,5 +1,7 @@
 """Finding a sentence-embedding model on disk, or on the Hugging Face Hub by name.
 
+(The default model, pinned to a revision and checked by sha256, is in ``pinned``.)
+
 A model directory holds an ONNX file (``model.onnx``, ``onnx/model.onnx`` or a single
 ``*.onnx``) and the tokenizer as ``tokenizer.json``. The sentence-transformers files
 ``1_Pooling/config.json`` (pooling mode) and ``sentence_bert_config.json``
@@ -18,8 +20,6 @@ from pathlib import Path
 
 from smriti.errors import ConfigError
 
-#: The model downloaded by name when ``SMRITI_EMBEDDER=local`` and no directory is set.
-DEFAULT_HUB_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_MAX_LENGTH = 256
 ONNX_CANDIDATES = (
     "model.onnx",
@@ -114,32 +114,25 @@ def repo_id(value: str) -> str | None:
     return match.group(1) if match else None
 
 
-def from_hub(repo: str, *, local_only: bool = False) -> ModelFiles:
-    """Download (or, with ``local_only``, find in the cache) a model from the Hub.
+def from_hub(repo: str) -> ModelFiles:
+    """Download a model by repository id (``SMRITI_LOCAL_MODEL=org/name``), unpinned.
 
-    Needs the optional ``huggingface-hub`` package and, unless cached, internet access.
-    Raises ConfigError with the reason when the model cannot be had.
+    Uses the repository's default branch and the Hugging Face cache; needs internet
+    access unless cached. Raises ConfigError with the reason when the model cannot be had.
     """
+    from huggingface_hub import hf_hub_download
+
     try:
-        from huggingface_hub import hf_hub_download
-    except ImportError:
-        raise ConfigError(
-            f"loading the local embedding model {repo!r} by name needs huggingface-hub "
-            "(pip install 'smriti-embedder-local[hub]') and internet access; or set "
-            "SMRITI_LOCAL_MODEL to a directory with model.onnx and tokenizer.json"
-        ) from None
-    try:
-        tokenizer = Path(hf_hub_download(repo, "tokenizer.json", local_files_only=local_only))
-        onnx = Path(hf_hub_download(repo, "onnx/model.onnx", local_files_only=local_only))
+        tokenizer = Path(hf_hub_download(repo, "tokenizer.json"))
+        onnx = Path(hf_hub_download(repo, "onnx/model.onnx"))
         for extra in HUB_FILES[1:]:
             with contextlib.suppress(Exception):  # optional: defaults apply without them
-                hf_hub_download(repo, extra, local_files_only=local_only)
+                hf_hub_download(repo, extra)
     except Exception as exc:
-        where = "in the local Hugging Face cache" if local_only else "on the Hugging Face Hub"
         raise ConfigError(
-            f"could not get the embedding model {repo!r} {where} ({type(exc).__name__}); "
-            "this needs internet access, or set SMRITI_LOCAL_MODEL to a directory with "
-            "model.onnx and tokenizer.json"
+            f"could not get the embedding model {repo!r} from the Hugging Face Hub "
+            f"({type(exc).__name__}); this needs internet access, or set SMRITI_LOCAL_MODEL "
+            "to a directory with model.onnx and tokenizer.json"
         ) from exc
     root = tokenizer.parent
     return ModelFiles(

@@ -43,3 +43,156 @@ def embedder(model_dir: Path):  # type: ignore[no-untyped-def]
 
     settings = Settings.from_env({"SMRITI_LOCAL_MODEL": str(model_dir)})
     return LocalEmbedder.from_settings(settings, explicit=True)
+
+
+# -- a loopback stand-in for the Hugging Face Hub ----------------------------------------
+
+REPO_ID = "smriti-test/minilm-int8"
+REVISION = "0123456789abcdef0123456789abcdef01234567"
+#: Repository paths of the served model, and where they come from in ``model_dir``.
+HUB_LAYOUT = {
+    "onnx/model.onnx": "model.onnx",
+    "tokenizer.json": "tokenizer.json",
+    "1_Pooling/config.json": "1_Pooling/config.json",
+    "sentence_bert_config.json": "sentence_bert_config.json",
+}
+LFS_PATHS = {"onnx/model.onnx"}
+
+
+class FakeHub:
+    """``/{repo}/resolve/{revision}/{path}`` with the headers huggingface_hub reads.
+
+    ``ETag`` and ``X-Repo-Commit`` on every file, ``X-Linked-Etag`` / ``X-Linked-Size``
+    on LFS files, ``Range`` answered with 206. Faults, set per repository path:
+    ``drops[path] = n`` closes the connection half-way through the next ``n`` GETs;
+    ``corrupt`` serves altered bytes of the same length; ``fail`` answers GETs with
+    500; ``delay`` sleeps before every answer. ``requests`` records
+    ``(method, path, range header)``.
+    """
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        import threading
+        from http.server import ThreadingHTTPServer
+
+        self.files = files
+        self.revision = REVISION
+        self.drops: dict[str, int] = {}
+        self.corrupt: set[str] = set()
+        self.fail: set[str] = set()
+        self.delay = 0.0
+        self.requests: list[tuple[str, str, str | None]] = []
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def gets(self, path: str) -> list[str | None]:
+        """The Range headers of the GETs of ``path`` so far (None: whole file)."""
+        return [r for m, p, r in self.requests if m == "GET" and p == path]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _handler(hub: FakeHub):  # type: ignore[no-untyped-def]
+    import hashlib
+    import time
+    from http.server import BaseHTTPRequestHandler
+
+    prefix = f"/{REPO_ID}/resolve/{REVISION}/"
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:  # keep pytest output clean
+            pass
+
+        def do_HEAD(self) -> None:  # noqa: N802
+            self._answer(body=False)
+
+        def do_GET(self) -> None:  # noqa: N802
+            self._answer(body=True)
+
+        def _answer(self, body: bool) -> None:
+            time.sleep(hub.delay)
+            path = self.path.split("?", 1)[0]
+            name = path[len(prefix) :] if path.startswith(prefix) else None
+            rng = self.headers.get("Range")
+            hub.requests.append((self.command, name or path, rng))
+            if name not in hub.files:
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.send_header("X-Error-Code", "EntryNotFound")
+                self.end_headers()
+                return
+            if body and name in hub.fail:
+                self.send_response(500)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            data = hub.files[name]
+            etag = hashlib.sha256(data).hexdigest()
+            if name in hub.corrupt:
+                data = bytes([data[0] ^ 0xFF]) + data[1:]
+            start = int(rng.split("=")[1].split("-")[0]) if rng and body else 0
+            self.send_response(206 if start else 200)
+            self.send_header("ETag", f'"{etag}"')
+            self.send_header("X-Repo-Commit", REVISION)
+            self.send_header("Accept-Ranges", "bytes")
+            if name in LFS_PATHS:
+                self.send_header("X-Linked-Etag", f'"{etag}"')
+                self.send_header("X-Linked-Size", str(len(data)))
+            if start:
+                self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+            self.send_header("Content-Length", str(len(data) - start))
+            self.end_headers()
+            if not body:
+                return
+            payload = data[start:]
+            if hub.drops.get(name, 0) > 0:
+                hub.drops[name] -= 1
+                self.wfile.write(payload[: len(payload) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(2)  # drop the connection mid-file
+                return
+            self.wfile.write(payload)
+
+    return Handler
+
+
+@pytest.fixture(scope="session")
+def hub_files(model_dir: Path) -> dict[str, bytes]:
+    """The served repository: the int8 test model under the default model's paths."""
+    return {path: (model_dir / local).read_bytes() for path, local in HUB_LAYOUT.items()}
+
+
+@pytest.fixture
+def hub(hub_files: dict[str, bytes]):  # type: ignore[no-untyped-def]
+    """A fresh loopback Hub per test."""
+    server = FakeHub(hub_files)
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def spec_file(tmp_path: Path, hub_files: dict[str, bytes]) -> Path:
+    """A ``SMRITI_MODEL_SPEC`` file pinning the checksums of the served files."""
+    import hashlib
+    import json
+
+    spec = {
+        "name": "minilm-int8-test",
+        "repo": REPO_ID,
+        "revision": REVISION,
+        "onnx": "onnx/model.onnx",
+        "dims": 384,
+        "files": [
+            {"path": p, "sha256": hashlib.sha256(b).hexdigest(), "size": len(b)}
+            for p, b in hub_files.items()
+        ],
+    }
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec))
+    return path

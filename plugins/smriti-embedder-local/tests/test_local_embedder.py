@@ -100,21 +100,12 @@ def test_directory_without_onnx_is_a_config_error(tmp_path: Path) -> None:
         LocalEmbedder.from_settings(settings(SMRITI_LOCAL_MODEL=str(tmp_path)), explicit=True)
 
 
-def test_auto_without_model_steps_aside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    assert LocalEmbedder.from_settings(settings()) is None
-
-
-def test_explicit_without_model_says_what_to_set(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+def test_explicit_without_model_says_what_to_set(tmp_path: Path) -> None:
+    offline = settings(HF_HUB_OFFLINE="1", XDG_CACHE_HOME=str(tmp_path / "cache"))
     with pytest.raises(
         ConfigError, match="SMRITI_EMBEDDER=local needs a model.*SMRITI_LOCAL_MODEL"
     ):
-        LocalEmbedder.from_settings(settings(), explicit=True)
+        LocalEmbedder.from_settings(offline, explicit=True)
 
 
 def test_bad_thread_count_is_a_config_error(model_dir: Path) -> None:
@@ -143,11 +134,11 @@ def test_explicit_selection_uses_the_plugin(tmp_path: Path, model_dir: Path) -> 
     assert isinstance(embedder, LocalEmbedder)
 
 
-def test_auto_falls_back_to_lexical_without_model(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+def test_auto_falls_back_to_lexical_without_model(tmp_path: Path) -> None:
     pm, _ = create_plugin_manager(load_entry_points=False)
     pm.register(local_plugin)
-    assert choose_embedder(Registry(pm), _engine_settings(tmp_path)).name == "lexical"
+    s = _engine_settings(tmp_path, HF_HUB_OFFLINE="1", XDG_CACHE_HOME=str(tmp_path / "cache"))
+    embedder = choose_embedder(Registry(pm), s)
+    assert embedder.wait(30)  # type: ignore[attr-defined]
+    assert embedder.model_id == "lexical:v1:384"
+    assert embedder.embed(["hello"]).shape == (1, 384)
