@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from smriti.cli import commands, doctor_command, portable_commands
+from smriti.cli import commands, doctor_command, portable_commands, reembed_command
 
 DESCRIPTION = """\
 Smriti: graph-based, human-like memory for LLM agents, served over MCP.
@@ -95,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_simple(sub, common)
     portable_commands.add_parsers(sub, common)
     doctor_command.add_parser(sub, common)
+    reembed_command.add_parser(sub, common)
     return parser
 
 
