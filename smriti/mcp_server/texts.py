@@ -59,14 +59,15 @@ its id, summary, type, cues and number of associations. Do not store secrets."""
 RECALL_DESCRIPTION = """\
 Recall memories relevant to a query, best first. mode "recall" (default) combines cue \
 matching, semantic and lexical search and follows associations up to two hops; \
-"search" is semantic similarity only; "list" (or an empty query) returns the most \
-recently used memories. memory_type filters to episodic, semantic or procedural \
-before the limit. Each result has id, content, summary, memory_type, importance, \
-tags, source, created_at, score, match_type (cue, vector, lexical, association or \
-list) and hop. Read-only for your data: in "recall" mode it only refreshes the \
-returned memories' access statistics (so used memories decay slower). If the embedding \
-provider is unavailable, results come from cue and lexical matching only ("search" \
-falls back to lexical) and the result carries degraded: true and a warning."""
+"search" is semantic similarity only (nothing below a similarity floor); "list" (or an \
+empty query) returns the most recently used memories. memory_type filters to episodic, \
+semantic or procedural before the limit. Each result has id, content, summary, \
+memory_type, importance, tags, source, created_at, score, match_type (cue, vector, \
+lexical, association or list) and hop. Read-only for your data: in "recall" mode it \
+only refreshes the returned memories' access statistics (so used memories decay \
+slower). If the embedding provider is unavailable, results come from cue and lexical \
+matching only ("search" falls back to lexical) and the result carries degraded: true \
+and a warning."""
 
 MANAGE_DESCRIPTION = """\
 Manage memory. action "forget" permanently deletes the memory with memory_id (get ids \
