@@ -270,7 +270,9 @@ def _download(
     report: Reporter | None,
 ) -> None:
     _probe(env)
-    staging = where / ".download"
+    # One staging folder per process: two first starts at once must not delete each
+    # other's partial files (the second finds the first's files in place next time).
+    staging = where / f".download-{os.getpid()}"
     log.info(
         "downloading the embedding model",
         repo=spec.repo,

@@ -46,6 +46,8 @@ def status(settings: Settings, *, verify: bool = False) -> dict[str, Any]:
     - ``fallback_reason``: why the embedder would fall back to the lexical one right
       now, as far as can be told without the network (None: the model is cached or will
       be downloaded on first use).
+
+    Raises ConfigError when ``SMRITI_MODEL_SPEC`` names a file that is not a spec.
     """
     env = settings.env or dict(os.environ)
     configured = settings.local_model_path.strip()

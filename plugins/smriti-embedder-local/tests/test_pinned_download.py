@@ -84,7 +84,7 @@ def test_first_use_downloads_verifies_and_caches(tmp_path: Path, spec_file: Path
     where = _cache_dir(tmp_path, spec_file)
     for pinned in _spec(spec_file).files:
         assert sha256_file(where / pinned.path) == pinned.sha256
-    assert not (where / ".download").exists()
+    assert not list(where.glob(".download*"))
     assert str(where).startswith(str(tmp_path / "cache" / "smriti" / "models"))
     info = status(s, verify=True)
     assert info["cached"] and info["revision"] == hub.revision and info["fallback_reason"] is None
@@ -176,7 +176,7 @@ def test_checksum_mismatch_is_refused_not_cached_and_falls_back(
     assert len(notices) == 1 and notices[0]["log_level"] == "warning"
     assert "failed its check" in notices[0]["reason"]
     where = _cache_dir(tmp_path, spec_file)
-    assert not (where / "onnx/model.onnx").exists() and not (where / ".download").exists()
+    assert not (where / "onnx/model.onnx").exists() and not list(where.glob(".download*"))
     info = status(s)
     assert not info["cached"] and "failed its check" in info["fallback_reason"]
 
@@ -276,3 +276,44 @@ def test_vectors_match_the_directory_route(
     pinned = _loaded(LocalEmbedder.from_settings(_settings(tmp_path, spec_file, hub.url)))
     texts = ["The central bank raised interest rates again.", "I have two cats."]
     assert np.allclose(pinned.embed(texts), embedder.embed(texts), atol=1e-6)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_mcp_initialize_answers_while_the_model_downloads(
+    tmp_path: Path, spec_file: Path, hub: Any
+) -> None:
+    """The real server over stdio: initialize at once, a store waits for the model."""
+    import os
+    import sys
+
+    from mcp.client import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    hub.delay = 2.5  # 8 requests: the model cannot be there before 20 s
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "EMBEDDING_"))}
+    env.update(
+        STORAGE_LOCATION=str(tmp_path / "store"),
+        ACCESSING_USER="stdio-user",
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+        HF_ENDPOINT=hub.url,
+        SMRITI_MODEL_SPEC=str(spec_file),
+        BACKUP_TYPE="none",
+        LOG_LEVEL="info",
+    )
+    params = StdioServerParameters(command=sys.executable, args=["-m", "smriti"], env=env)
+    started = time.perf_counter()
+    with (tmp_path / "stderr.log").open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+            assert client.server_info.name == "smriti"
+            assert time.perf_counter() - started < 20
+            stored = await client.call_tool("smriti_store", {"content": "Miso is a grey cat"})
+            assert not stored.is_error, stored
+            assert time.perf_counter() - started >= 20  # it waited for the model
+    log = (tmp_path / "stderr.log").read_text()
+    assert "local embedding model loaded" in log and FALLBACK_EVENT not in log
+    assert "embedding model download" in log  # progress lines on stderr
