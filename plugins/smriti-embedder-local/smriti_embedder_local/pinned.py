@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import socket
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -273,6 +274,7 @@ def _download(
     # One staging folder per process: two first starts at once must not delete each
     # other's partial files (the second finds the first's files in place next time).
     staging = where / f".download-{os.getpid()}"
+    _remove_stale_staging(where)
     log.info(
         "downloading the embedding model",
         repo=spec.repo,
@@ -297,6 +299,33 @@ def _download(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     log.info("embedding model downloaded", repo=spec.repo, path=str(where))
+
+
+def _remove_stale_staging(where: Path) -> None:
+    """Delete staging folders of processes that ended mid-download.
+
+    A one-shot CLI command (``smriti stats``) exits while the background download runs,
+    leaving its partial files behind; they are of no use to a later process.
+    """
+    for folder in where.glob(".download-*"):
+        pid = folder.name.removeprefix(".download-")
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid), folder):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int, folder: Path) -> bool:
+    if os.name == "nt":  # no signal-0 probe there: a day-old folder is abandoned
+        try:
+            return time.time() - folder.stat().st_mtime < 86_400
+        except OSError:
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
 
 
 def endpoint(env: Mapping[str, str]) -> str:

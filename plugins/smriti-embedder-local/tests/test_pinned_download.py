@@ -91,6 +91,17 @@ def test_first_use_downloads_verifies_and_caches(tmp_path: Path, spec_file: Path
     assert info["missing_bytes"] == 0 and info["path"] == str(where)
 
 
+def test_partial_files_of_an_ended_process_are_removed(
+    tmp_path: Path, spec_file: Path, hub: Any
+) -> None:
+    where = _cache_dir(tmp_path, spec_file)
+    stale = where / ".download-999999999" / "onnx"  # above any pid_max: never alive
+    stale.mkdir(parents=True)
+    (stale / "model.onnx.incomplete").write_bytes(b"half a model")
+    _loaded(LocalEmbedder.from_settings(_settings(tmp_path, spec_file, hub.url)))
+    assert not list(where.glob(".download*"))
+
+
 def test_cached_model_loads_without_the_network(tmp_path: Path, spec_file: Path, hub: Any):
     _loaded(LocalEmbedder.from_settings(_settings(tmp_path, spec_file, hub.url)))
     again = _loaded(LocalEmbedder.from_settings(_settings(tmp_path, spec_file, _dead_endpoint())))
