@@ -37,6 +37,10 @@ class StoreLockedError(BackendError):
     """Another process holds the store open."""
 
 
+class StorageFullError(BackendError):
+    """The disk holding the store is full: nothing was stored; free space and retry."""
+
+
 class BackupError(SmritiError):
     """A backup provider could not push or restore."""
 

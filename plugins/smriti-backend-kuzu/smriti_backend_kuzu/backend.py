@@ -4,7 +4,9 @@ The store lives at ``{STORAGE_LOCATION}/{user}/memory.kuzu``. The driver (``kuzu
 ``real_ladybug`` when only LadybugDB is installed) is imported when a store is opened.
 Writes are serialised by a lock and run in explicit transactions; reads use one
 connection per thread. Vector search uses an in-process cache of unit vectors (exact
-cosine); see the README for when the HNSW index is used instead.
+cosine); see the README for when the HNSW index is used instead. What keeps every
+acknowledged memory on a full disk, and a damaged file from opening as an empty store,
+is in ``durability``.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from smriti.errors import BackendError, StoreLockedError
+from smriti.errors import BackendError, StorageFullError, StoreLockedError
 from smriti.logs import get_logger
 from smriti.storage import StorageBackend
-from smriti_backend_kuzu import schema
+from smriti_backend_kuzu import durability, schema
 from smriti_backend_kuzu.cache import VectorCache
 from smriti_backend_kuzu.codec import (
     ASSOC_FIELDS,
@@ -113,6 +115,12 @@ class KuzuBackend(
         self._pending = 0
         self._worker: ThreadPoolExecutor | None = None
         self._worker_lock = threading.Lock()
+        #: The manifest as last read or written; None for a store made before them.
+        self._manifest: durability.Manifest | None = None
+        #: Whether the open passed the manifest's checks (only then is it updated).
+        self._verified = False
+        #: Whether a Kùzu read or write of its files failed (closing may then abort).
+        self._kuzu_failed = False
         self._init_strengthening()
         self._init_write_behind()
 
@@ -136,21 +144,33 @@ class KuzuBackend(
         if self.path.is_dir():
             raise BackendError(f"{self.path} is a directory, not a Kùzu database file")
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._manifest = durability.read_manifest(self.path)
+        durability.check_file(self.path, self._manifest)
+        self._verified = self._kuzu_failed = self._replayed = False
         try:
+            # Checkpoints are ours: an automatic one failing inside a commit leaves the
+            # connection unusable and the process aborting at close (durability).
             self._db = self._driver.Database(
-                str(self.path), buffer_pool_size=self.buffer_mb * 2**20
+                str(self.path), buffer_pool_size=self.buffer_mb * 2**20, auto_checkpoint=False
             )
         except RuntimeError as exc:
             raise self._open_error(exc) from exc
         self._generation += 1
         try:
             self._prepare()
+            durability.check_count(self.path, self._manifest, self._known_engrams())
         except BaseException:
             self.close()
             raise
+        self._verified = True
+        self._save_manifest()
 
     def _open_error(self, exc: Exception) -> BackendError:
         text = str(exc)
+        if durability.is_io_failure(exc) and not durability.has_room(
+            self.path, durability.STORE_RESERVE
+        ):
+            return durability.disk_full(self.path, "the store cannot be opened")
         if "lock" in text.lower():
             return StoreLockedError(
                 f"the Kùzu store {self.path} is in use by another process (one process "
@@ -183,6 +203,8 @@ class KuzuBackend(
             except Exception as exc:  # closing must not fail; the values are lost
                 log.error("access strengthening not saved", path=str(self.path), error=str(exc))
         self._stop_writing()
+        with self._write_lock, self._kuzu_lock:
+            saved = self._db is not None and self._final_checkpoint()
         with self._write_lock, self._kuzu_lock, self._conns_lock:
             for conn in self._conns:
                 with suppress(Exception):  # best effort; closing the db below flushes
@@ -190,18 +212,94 @@ class KuzuBackend(
             self._conns.clear()
             self._generation += 1
             if self._db is not None:
-                self._db.close()
-                self._db = None
+                self._close_database(saved)
             self.engram_cache = None
             self.mirror = None
             self.cue_cache.clear()
             self.cues_by_key.clear()
             self.cues_by_id.clear()
+        self._forget_queue()
         with self._worker_lock:
             if self._worker is not None:
                 self._worker.shutdown(wait=True)
                 self._worker = None
         self._stop_strengthening()
+
+    def _final_checkpoint(self) -> bool:
+        """At close: checkpoint if there is room, else tell Kùzu not to try (the WAL and
+        the journal are kept for the next open). Returns whether it checkpointed."""
+        try:
+            if self._checkpoint(force=True):
+                return True
+            self._conn().execute("CALL force_checkpoint_on_close=false")
+        except Exception as exc:  # closing must not fail; the next open replays the WAL
+            log.warning(
+                "kuzu store closed without a checkpoint", path=str(self.path), error=str(exc)
+            )
+        return False
+
+    def _close_database(self, checkpointed: bool) -> None:
+        """Close Kùzu's database, or, when a write of its files failed and the disk is
+        still full, abandon it: closing would abort the process (durability)."""
+        db, self._db = self._db, None
+        if self._kuzu_failed and not checkpointed:
+            durability.abandon(db)
+            log.error(
+                "kuzu store left unclosed after an I/O failure on a full disk; every "
+                "committed memory is in its WAL and the journal",
+                path=str(self.path),
+            )
+            return
+        db.close()
+
+    # -- durability ---------------------------------------------------------------------
+    def _check_room(self, needed: int, what: str) -> None:
+        """Refuse a Kùzu write that might not fit: StorageFullError naming ``what``."""
+        if not durability.has_room(self.path, durability.KUZU_RESERVE + needed):
+            raise durability.disk_full(self.path, what)
+
+    def _kuzu_error(self, exc: Exception, what: str) -> BackendError:
+        """The error for a failed Kùzu statement (StorageFullError on a full disk)."""
+        if durability.is_io_failure(exc):
+            self._kuzu_failed = True
+            if not durability.has_room(self.path, durability.STORE_RESERVE):
+                return durability.disk_full(self.path, what)
+        return BackendError(f"{what}: {exc}")
+
+    def _known_engrams(self) -> int:
+        """How many memories the store holds (the mirror's count, with the queued ones)."""
+        if self.mirror is not None:
+            return len(self.mirror.rows)
+        return int(self._exec(self._conn(), "MATCH (e:Engram) RETURN count(e)").get_all()[0][0])
+
+    def _save_manifest(self) -> None:
+        """Raise (or lower) the manifest to the store's count and file size, once the
+        open has passed its checks. A failure keeps the old manifest, a lower bound."""
+        if not self._verified:
+            return
+        try:
+            manifest = durability.Manifest(self._known_engrams(), self.db_size_hint())
+            if manifest != self._manifest:
+                durability.write_manifest(self.path, manifest)
+                self._manifest = manifest
+        except (OSError, RuntimeError, BackendError) as exc:
+            log.warning("kuzu manifest not updated", path=str(self.path), error=str(exc))
+
+    def _lower_manifest(self, deleting: int) -> None:
+        """Before up to ``deleting`` memories are deleted: lower the manifest's count,
+        so the smaller store still opens (nothing is deleted if this fails)."""
+        old = self._manifest
+        if old is None or deleting <= 0:
+            return
+        floor = max(0, min(old.engrams, self._known_engrams() - deleting))
+        if floor == old.engrams:
+            return
+        manifest = durability.Manifest(floor, old.db_bytes)
+        try:
+            durability.write_manifest(self.path, manifest)
+        except OSError as exc:
+            raise durability.disk_full(self.path, "nothing was deleted") from exc
+        self._manifest = manifest
 
     # -- connections and transactions ---------------------------------------------------
     def _conn(self) -> Any:
@@ -237,13 +335,24 @@ class KuzuBackend(
             cache[key] = prepared
         return conn.execute(prepared, params or {})
 
-    def _q(self, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+    def _q(
+        self, query: str, params: dict[str, Any] | None = None, lag_ok: bool = False
+    ) -> list[list[Any]]:
         """Run a read query on this thread's connection and return all rows (after the
         queued memories and any access strengthening still being written: Kùzu must not
-        lag the mirror)."""
-        self.write_queued()
+        lag the mirror). With ``lag_ok``, a disk too full to write the queued memories
+        does not stop the read (the caller adds them from the mirror)."""
+        try:
+            self.write_queued()
+        except StorageFullError as exc:
+            if not lag_ok:
+                raise
+            log.warning("kuzu read before the stored memories could be written", error=str(exc))
         if self.strengthening_unsaved():
-            self.flush_strengthening()
+            try:
+                self.flush_strengthening()
+            except StorageFullError as exc:  # access updates are best effort (strengthen)
+                log.warning("access strengthening not saved", path=str(self.path), error=str(exc))
         try:
             return self._exec(self._conn(), query, params).get_all()
         except RuntimeError as exc:
@@ -283,11 +392,13 @@ class KuzuBackend(
         for the lock). If the commit or ``meanwhile`` fails, the caches are reloaded
         from the store."""
         with self._exclusive():
+            self._check_room(0, "nothing was changed")
             conn = self._conn()
             with self._transaction(conn):
                 yield conn
             if meanwhile is None:
                 self._commit(conn)
+                self._checkpoint()
                 return
             with self.mirror.lock if self.mirror is not None else nullcontext():
                 commit = self.worker().submit(self._commit, conn)
@@ -298,6 +409,7 @@ class KuzuBackend(
                     wait([commit])  # the commit may still run if ``meanwhile`` failed
                     self._reload_caches()
                     raise
+            self._checkpoint()
 
     @staticmethod
     @contextmanager
@@ -315,7 +427,7 @@ class KuzuBackend(
         try:
             conn.execute("COMMIT")
         except RuntimeError as exc:
-            raise BackendError(f"Kùzu commit failed on {self.path}: {exc}") from exc
+            raise self._kuzu_error(exc, f"Kùzu commit failed on {self.path}") from exc
 
     def _reload_caches(self) -> None:
         """Rebuild the cue cache, the vector cache and the mirror from the store."""
@@ -330,7 +442,7 @@ class KuzuBackend(
         try:
             yield
         except RuntimeError as exc:
-            raise BackendError(f"Kùzu write failed on {self.path}: {exc}") from exc
+            raise self._kuzu_error(exc, f"Kùzu write failed on {self.path}") from exc
 
     # -- caches -------------------------------------------------------------------------
     def label(self, memory_type: str) -> int:

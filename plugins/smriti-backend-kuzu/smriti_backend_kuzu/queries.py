@@ -70,8 +70,22 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
             f"MATCH (e:Engram) {_type_filter(memory_type)} RETURN {ENGRAM_FIELDS} "
             "ORDER BY e.last_accessed_at DESC, e.created_at DESC, e.id LIMIT $k",
             {"k": int(limit), **({"t": memory_type} if memory_type is not None else {})},
+            lag_ok=True,
         )
-        return [engram_from_row(r) for r in rows]
+        found = [engram_from_row(r) for r in rows]
+        # Memories still waiting for disk space to reach Kùzu, from the mirror.
+        waiting = [m.row["id"] for m in list(self._queued)]
+        if not waiting:
+            return found
+        known = {e.id for e in found}
+        found += [
+            e
+            for e in self.get_engrams(waiting)
+            if e.id not in known and memory_type in (None, e.memory_type)
+        ]
+        found.sort(key=lambda e: e.id)
+        found.sort(key=lambda e: (e.last_accessed_at, e.created_at), reverse=True)
+        return found[:limit]
 
     def count_engrams(self) -> int:
         """How many engrams this store holds."""

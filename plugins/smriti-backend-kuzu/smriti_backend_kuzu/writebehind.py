@@ -4,15 +4,20 @@ With the caches on (the mirror answers every read of engrams, cues and edges), a
 does not wait for Kùzu. Under the backend's write lock it appends the memory's rows to
 a journal file next to the database (``memory.kuzu.journal``, one JSON line, fsynced:
 about 0.3 ms), updates the caches and returns. A background thread then writes every
-queued memory in one Kùzu transaction, and empties the journal once nothing is queued.
-At 100k memories, the statements and the commit were 6-7 ms of a 9-10 ms store.
+queued memory in one Kùzu transaction. The journal keeps a memory until Kùzu has
+checkpointed it into the database file (``_checkpointed``), so neither a crash nor a
+damaged Kùzu WAL can lose it. At 100k memories, the statements and the commit were
+6-7 ms of a 9-10 ms store.
 
 Kùzu never lags behind what a caller saw: every query of the store itself (``_q``:
 listing, statistics, export, backup) and every other write (``_write``: updates,
 deletes, imports, folding co-occurrences) first writes what is queued, in order. A
 crash or kill before the background write loses nothing: the next open writes the
 journal's memories that Kùzu does not have, before anything else. A journal line cut
-short by a crash is a store that never returned, and is ignored.
+short by a crash is a store that never returned, and is ignored. A store is
+acknowledged only once its whole line is written and fsynced; a short write or a failed
+fsync cuts the line back off and fails the store (``durability``: on a full disk, with
+a "disk full" error).
 
 Locks, always taken in this order: the write lock (one logical writer: a store's
 enqueue, an update, a delete), then the Kùzu lock (one Kùzu write transaction at a
@@ -22,6 +27,7 @@ the queue lock (the queue and the journal file).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import threading
@@ -35,7 +41,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from smriti.errors import BackendError
 from smriti.logs import get_logger
-from smriti_backend_kuzu import cooccurs
+from smriti_backend_kuzu import cooccurs, durability
 
 if TYPE_CHECKING:
     from smriti_backend_kuzu.backend import KuzuBackend as _Self
@@ -45,9 +51,10 @@ else:
 log = get_logger(__name__)
 
 JOURNAL_SUFFIX = ".journal"
-#: Rewrite the journal with only the queued memories once it is this large and never
-#: empty when a write finishes (a steady stream of stores).
-JOURNAL_REWRITE_BYTES = 8 * 2**20
+#: Checkpoint (and so empty the journal) once it is this large.
+JOURNAL_CHECKPOINT_BYTES = 8 * 2**20
+#: What a failed journal append means when the disk (or the file-size limit) is full.
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 #: The row fields that hold times (naive UTC datetimes for Kùzu, ISO text in the journal).
 _ROW_TIMES = ("created_at", "last_accessed_at")
 
@@ -110,6 +117,11 @@ class WriteBehindMixin(_Self):  # type: ignore[misc,valid-type]
         #: True from taking a batch off the queue until it is committed (or put back).
         self._batch_writing = False
         self._journal: IO[bytes] | None = None
+        #: The journal's size up to its last whole line (a failed append is cut back).
+        self._journal_end = 0
+        #: Whether this open has written the journal's memories to Kùzu (before that,
+        #: a checkpoint must not trim the journal).
+        self._replayed = False
         self._writer_scheduled = False
         self._writer: ThreadPoolExecutor | None = None
 
@@ -130,24 +142,14 @@ class WriteBehindMixin(_Self):  # type: ignore[misc,valid-type]
     # -- the queue ------------------------------------------------------------------------
     def _enqueue(self, memory: MemoryWrite) -> None:
         """Journal ``memory`` durably and queue it for the background write (the caller
-        holds the write lock and updates the caches after this returns)."""
-        memory.line = memory.to_line()
+        holds the write lock, has set ``memory.line``, and updates the caches after this
+        returns)."""
         with self._queue_lock:
             try:
                 journal = self._open_journal()
             except OSError as exc:
-                raise BackendError(
-                    f"cannot open the journal {self.journal_path}: {exc}; nothing was stored"
-                ) from exc
-            size = os.fstat(journal.fileno()).st_size
-            try:
-                journal.write(memory.line)
-                os.fsync(journal.fileno())
-            except OSError as exc:
-                self._cut_journal_back(journal, size)
-                raise BackendError(
-                    f"cannot write the journal {self.journal_path}: {exc}; nothing was stored"
-                ) from exc
+                raise self._journal_error(exc, "open") from exc
+            self._append(journal, memory.line)
             self._queued.append(memory)
             schedule = not self._writer_scheduled
             self._writer_scheduled = True
@@ -158,15 +160,43 @@ class WriteBehindMixin(_Self):  # type: ignore[misc,valid-type]
 
     def _open_journal(self) -> IO[bytes]:
         if self._journal is None:
-            self._journal = open(self.journal_path, "ab", buffering=0)  # noqa: SIM115
+            journal = open(self.journal_path, "ab", buffering=0)  # noqa: SIM115
+            self._journal_end = os.fstat(journal.fileno()).st_size
+            self._journal = journal
         return self._journal
 
-    def _cut_journal_back(self, journal: IO[bytes], size: int) -> None:
-        """After a failed append: drop the partial line."""
+    def _append(self, journal: IO[bytes], line: bytes) -> None:
+        """Write ``line`` whole and fsync it, or cut it back off and raise."""
+        fd = journal.fileno()
         try:
-            journal.truncate(size)
-        except OSError as exc:  # the partial line is ignored when the journal is read
-            log.warning("journal not cut back", path=str(self.journal_path), error=str(exc))
+            if os.fstat(fd).st_size != self._journal_end:  # an earlier cut-back failed
+                self._cut_back(journal)
+            view = memoryview(line)
+            while view:  # an unbuffered write may write only part of the line
+                written = journal.write(view)
+                if not written:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                view = view[written:]
+            os.fsync(fd)
+        except OSError as exc:
+            try:
+                self._cut_back(journal)
+            except OSError as cut:  # retried before the next append; ignored when read
+                log.warning("journal not cut back", path=str(self.journal_path), error=str(cut))
+            raise self._journal_error(exc, "write") from exc
+        self._journal_end += len(line)
+
+    def _cut_back(self, journal: IO[bytes]) -> None:
+        """Drop whatever follows the last whole line (a failed append)."""
+        journal.truncate(self._journal_end)
+        os.fsync(journal.fileno())
+
+    def _journal_error(self, exc: OSError, action: str) -> BackendError:
+        if exc.errno in _FULL:
+            return durability.disk_full(self.path, "the memory was not stored")
+        return BackendError(
+            f"cannot {action} the journal {self.journal_path}: {exc}; nothing was stored"
+        )
 
     def writes_queued(self) -> int:
         """How many stored memories are not yet written to Kùzu."""
@@ -174,8 +204,8 @@ class WriteBehindMixin(_Self):  # type: ignore[misc,valid-type]
 
     def write_queued(self) -> None:
         """Write every queued memory to Kùzu now, in one transaction, or wait for the
-        background write under way. On failure the memories stay queued (and
-        journaled) and BackendError is raised."""
+        background write under way. On failure (StorageFullError when the disk has no
+        room for it) the memories stay queued and journaled and BackendError is raised."""
         # Read in this order: a write takes the queue and sets ``_batch_writing`` at once.
         if not self._queued and not self._batch_writing:
             return  # no lock: reads need not wait for other writes (an import, say)
@@ -185,22 +215,22 @@ class WriteBehindMixin(_Self):  # type: ignore[misc,valid-type]
                 self._batch_writing = bool(batch)
             if not batch:
                 return
+            kept = f"{len(batch)} stored memories wait in {self.journal_path.name}"
             try:
+                self._check_room(2 * sum(len(m.line) for m in batch), kept)
                 folded = self._write_batch(self._conn(), batch, fold=True)
             except BaseException as exc:
                 with self._queue_lock:
                     self._queued[:0] = batch
                     self._batch_writing = False
                 if isinstance(exc, RuntimeError):
-                    raise BackendError(
-                        f"Kùzu write of {len(batch)} stored memories failed on {self.path} "
-                        f"(they stay in {self.journal_path.name}): {exc}"
-                    ) from exc
+                    what = f"Kùzu write failed on {self.path}; {kept}"
+                    raise self._kuzu_error(exc, what) from exc
                 raise
             self._pending = 0 if folded else self._pending + sum(m.pending for m in batch)
             with self._queue_lock:
                 self._batch_writing = False
-                self._trim_journal()
+            self._checkpoint()
 
     def _write_batch(self, conn: Any, batch: list[MemoryWrite], fold: bool) -> bool:
         """Write ``batch`` in one transaction; with ``fold``, fold the co-occurrences in
@@ -215,25 +245,54 @@ class WriteBehindMixin(_Self):  # type: ignore[misc,valid-type]
         self._commit(conn)
         return folded
 
+    def _checkpoint(self, force: bool = False) -> bool:
+        """Checkpoint Kùzu once its WAL or the journal is large (always with ``force``)
+        and the disk has room for it; then trim the journal to the queued memories and
+        raise the manifest. Returns whether it checkpointed."""
+        wal = _size(self.path.with_name(self.path.name + ".wal"))
+        large = wal >= durability.CHECKPOINT_WAL_BYTES
+        if not (force or large or self._journal_end >= JOURNAL_CHECKPOINT_BYTES):
+            return False
+        if not durability.has_room(self.path, durability.checkpoint_room(wal)):
+            log.warning("kuzu checkpoint postponed: the disk is nearly full", path=str(self.path))
+            return False
+        with self._kuzu_lock:  # held while trimming: no batch is in flight meanwhile
+            try:
+                self._conn().execute("CHECKPOINT")
+            except RuntimeError as exc:  # harmless in Kùzu 0.11.3 (durability)
+                log.warning(
+                    "kuzu checkpoint failed; retried later", path=str(self.path), error=str(exc)
+                )
+                return False
+            if self._replayed:  # else the journal holds memories Kùzu may lack
+                with self._queue_lock:
+                    self._trim_journal()
+        self._save_manifest()
+        return True
+
     def _trim_journal(self) -> None:
-        """Empty the journal when nothing is queued; rewrite it when it grew large."""
-        journal = self._journal
-        if journal is None:
-            return
-        if not self._queued:
-            journal.truncate(0)
-            return
-        if os.fstat(journal.fileno()).st_size < JOURNAL_REWRITE_BYTES:
-            return
-        scratch = self.journal_path.with_name(self.journal_path.name + ".new")
-        with open(scratch, "wb") as out:
-            for memory in self._queued:
-                out.write(memory.line)
-            out.flush()
-            os.fsync(out.fileno())
-        journal.close()
-        os.replace(scratch, self.journal_path)
-        self._journal = None
+        """After a checkpoint: keep only the queued memories in the journal."""
+        path = self.journal_path
+        try:
+            if not self._queued:
+                if path.exists():
+                    with open(path, "r+b") as journal:
+                        journal.truncate(0)
+                        os.fsync(journal.fileno())
+                self._journal_end = 0
+                return
+            scratch = path.with_name(path.name + ".new")
+            with open(scratch, "wb") as out:
+                for memory in self._queued:
+                    out.write(memory.line)
+                out.flush()
+                os.fsync(out.fileno())
+            if self._journal is not None:
+                self._journal.close()
+                self._journal = None
+            os.replace(scratch, path)
+        except OSError as exc:  # the journal then holds more than needed, nothing less
+            log.warning("kuzu journal not trimmed", path=str(path), error=str(exc))
 
     def _write_in_background(self) -> None:
         with self._queue_lock:
@@ -249,8 +308,10 @@ class WriteBehindMixin(_Self):  # type: ignore[misc,valid-type]
         many. Called at open, before the caches are loaded."""
         path = self.journal_path
         if not path.exists():
+            self._replayed = True
             return 0
         memories = _read_journal(path)
+        missing: list[MemoryWrite] = []
         if memories:
             ids = [m.row["id"] for m in memories]
             query = "MATCH (e:Engram) WHERE e.id IN $ids RETURN e.id"
@@ -258,23 +319,21 @@ class WriteBehindMixin(_Self):  # type: ignore[misc,valid-type]
             missing = [m for m in memories if m.row["id"] not in present]
             if missing:
                 with self._exclusive():
+                    what = f"cannot write the {len(missing)} memories of {path} to {self.path}"
                     try:
+                        self._check_room(2 * sum(len(m.line) for m in missing), what)
                         self._write_batch(self._conn(), missing, fold=False)
                     except RuntimeError as exc:
-                        raise BackendError(
-                            f"cannot write the {len(missing)} memories of {path} to {self.path}: "
-                            f"{exc}. Both files were left untouched"
-                        ) from exc
+                        raise self._kuzu_error(exc, f"{what}; both files were kept") from exc
                 log.warning(
                     "kuzu journal replayed: memories stored before a crash written now",
                     path=str(self.path),
                     memories=len(missing),
                 )
-            memories = missing
-        with open(path, "r+b") as journal:
-            journal.truncate(0)
-            os.fsync(journal.fileno())
-        return len(memories)
+        self._replayed = True
+        if memories:
+            self._checkpoint(force=True)  # the journal is emptied once Kùzu has them
+        return len(missing)
 
     def _stop_writing(self) -> None:
         """At close: write what is queued (or leave it journaled), stop the thread."""
@@ -288,14 +347,25 @@ class WriteBehindMixin(_Self):  # type: ignore[misc,valid-type]
             )
         with self._queue_lock:
             writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.shutdown(wait=True)
+
+    def _forget_queue(self) -> None:
+        """After the database is closed: drop the queue (what it held stays journaled)."""
+        with self._queue_lock:
             self._queued = []
             self._batch_writing = False
             self._writer_scheduled = False
             if self._journal is not None:
                 self._journal.close()
                 self._journal = None
-        if writer is not None:
-            writer.shutdown(wait=True)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
 
 
 def _read_journal(path: Path) -> list[MemoryWrite]:

@@ -37,6 +37,7 @@ from smriti.model import (
     utcnow,
 )
 from smriti.storage import StoredMemory, batched
+from smriti_backend_kuzu import durability
 from smriti_backend_kuzu.codec import (
     ENGRAM_CREATE,
     ENGRAM_CREATE_ONE,
@@ -263,6 +264,11 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                 cue_ids=[c.id for c in stored_cues],
                 assoc=[self._assoc_row(a) for a in edges],
             )
+            memory.line = memory.to_line()
+            # Room for its journal line, Kùzu's WAL record and the checkpoint, beyond
+            # the reserve that lets the memories already journaled reach Kùzu.
+            if not durability.has_room(self.path, durability.STORE_RESERVE + 3 * len(memory.line)):
+                raise durability.disk_full(self.path, "the memory was not stored")
             if self.mirror is not None:
                 self._enqueue(memory)
             else:
@@ -409,6 +415,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         unique = list(dict.fromkeys(ids))
         deleted: list[str] = []
         with self._write_lock:
+            self._lower_manifest(len(unique))
             for batch in batched(unique, BATCH):
                 with self._errors(), self._write() as conn:
                     found = list(self._existing(conn, "Engram", set(), batch))
