@@ -14,6 +14,7 @@ import pluggy
 from smriti import validation
 from smriti.backup import SyncReport
 from smriti.config import Settings, validate_user
+from smriti.embedding import Embedder
 from smriti.engine import components
 from smriti.engine.background import Background
 from smriti.engine.consolidate import ConsolidationReport, consolidate
@@ -44,6 +45,9 @@ class Engine:
         self.user = validate_user(user or settings.accessing_user)
         self.backend = components.choose_backend(registry, settings, self.user)
         self.embedder = components.choose_embedder(registry, settings)
+        #: The embedder the settings choose; ``embedder`` may be the store's own instead
+        #: (see ``_check_model``) until ``smriti reembed`` moves the store to this one.
+        self.configured_embedder = self.embedder
         self.extractor = components.choose_extractor(registry, settings)
         self.clusterer = components.choose_clusterer(registry, settings)
         self.backup = components.choose_backup(registry, settings, self.user)
@@ -197,12 +201,23 @@ class Engine:
     # -- helpers for the pipelines -------------------------------------------------------
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed texts, checking once that the store's vectors come from this model."""
-        vectors = self.embedder.embed(list(texts))
+        embedder = self.embedder
+        vectors = embedder.embed(list(texts))
         if not self._model_checked:
             self._check_model()
+        if self.embedder is not embedder:  # swapped for the store's own embedder
+            vectors = self.embedder.embed(list(texts))
         return vectors
 
     def _check_model(self) -> None:
+        """Compare the store's embedding model with the embedder, once.
+
+        Under ``SMRITI_EMBEDDER=auto`` a store made with another installed embedder
+        (the lexical one, before the local model was downloaded; the local model, before
+        an API key was set) keeps that embedder, with a warning naming ``smriti
+        reembed``, instead of refusing every call. A named embedder, or a store whose
+        model no installed embedder makes, is a ConfigError.
+        """
         with self._lock:
             if self._model_checked:
                 return
@@ -211,12 +226,41 @@ class Engine:
             if stored is None:
                 self.backend.set_meta(EMBEDDING_MODEL_KEY, current)
             elif stored != current:
-                raise ConfigError(
-                    f"this store's memories were embedded with {stored!r} but the configured "
-                    f"embedder is {current!r}; restore the previous embedding settings, or "
-                    "re-embed with `smriti export` then `smriti import` into a new store"
-                )
+                self.embedder = self._store_embedder(stored, current)
             self._model_checked = True
+
+    def use_embedder(self, embedder: Embedder) -> None:
+        """Embed with ``embedder`` from now on: the store's vectors are now its model's
+        (``smriti reembed`` calls this when it is done). Cached cue vectors are dropped."""
+        with self._lock:
+            self.embedder = embedder
+            self._model_checked = True
+            self._cue_cache.clear()
+
+    def _store_embedder(self, stored: str, current: str) -> Embedder:
+        advice = (
+            "run `smriti reembed` to move the store to the configured model, or restore "
+            "the previous embedding settings"
+        )
+        if self.settings.embedder == "auto":
+            for cls in self.registry.unique("embedder"):
+                if cls is type(self.configured_embedder):
+                    continue
+                other = cls.from_settings(self.settings)
+                if other is not None and other.model_id == stored:
+                    log.warning(
+                        "this store was embedded with another model than the preferred "
+                        f"one; keeping it for this store: {advice}",
+                        store_model=stored,
+                        preferred_model=current,
+                    )
+                    return other
+                if other is not None:
+                    other.close()
+        raise ConfigError(
+            f"this store's memories were embedded with {stored!r} but the configured "
+            f"embedder is {current!r}; {advice}"
+        )
 
     def cue_vectors(self, names: Iterable[str]) -> dict[str, np.ndarray]:
         """Known embeddings of cue names: from the cache, else from the store."""

@@ -71,7 +71,7 @@ def reembed(
     """
     from smriti.engine.core import EMBEDDING_MODEL_KEY
 
-    backend, embedder = engine.backend, engine.embedder
+    backend, embedder = engine.backend, engine.configured_embedder
     dims = int(embedder.embed(["dimension probe"]).shape[1])  # waits for a model to load
     failure = getattr(embedder, "failure", None)
     if failure:
@@ -91,8 +91,8 @@ def reembed(
     report.engrams = _engrams(engine, batch_size, progress)
     report.cues = _cues(engine, batch_size, progress)
     backend.set_meta(EMBEDDING_MODEL_KEY, new)
+    engine.use_embedder(embedder)
     backend.ensure_indexes(dims, engine.settings.index_threshold)
-    _forget_cached_cues(engine)
     engine.dirty.set()  # the next backup pushes the new vectors
     report.seconds = round(time.perf_counter() - started, 3)
     log.info("re-embedded", **report.to_dict())
@@ -105,8 +105,8 @@ def _check_dims(engine: Engine, dims: int) -> None:
         return
     raise ConfigError(
         f"the store's vectors have {first.embedding.size} dimensions and "
-        f"{engine.embedder.model_id} makes {dims}; a backend's vector index is built for "
-        "one dimension, so move to this model with `smriti export`, then `smriti import` "
+        f"{engine.configured_embedder.model_id} makes {dims}; a backend's vector index is "
+        "built for one dimension, so move to this model with `smriti export`, then `smriti import` "
         "into a new store (STORAGE_LOCATION or --user)"
     )
 
@@ -156,14 +156,7 @@ def _cues(engine: Engine, batch_size: int, progress: Progress | None) -> int:
 def _embed(engine: Engine, texts: list[str]) -> np.ndarray:
     # The embedder directly: Engine.embed would check the store's model, which is the
     # old one until the end.
-    return np.asarray(engine.embedder.embed(texts), dtype=np.float32)
-
-
-def _forget_cached_cues(engine: Engine) -> None:
-    cache = getattr(engine, "_cue_cache", None)  # vectors of the old model
-    if cache is not None:
-        with engine._lock:
-            cache.clear()
+    return np.asarray(engine.configured_embedder.embed(texts), dtype=np.float32)
 
 
 def _batched[T](items: Sequence[T], size: int) -> Iterator[list[T]]:

@@ -60,8 +60,9 @@ def test_reembed_moves_a_lexical_store_to_the_local_model(
     lexical_store: Path, model_dir: Path, embedder: LocalEmbedder
 ) -> None:
     with _engine(lexical_store, SMRITI_LOCAL_MODEL=str(model_dir)) as engine:
-        with pytest.raises(ConfigError, match="embedded with 'lexical"):
-            engine.recall("what pet does the user have?")
+        # auto keeps the store's own (lexical) embedder until the store is moved
+        assert engine.recall("Miso the grey cat", limit=1)[0].engram.content == MEMORIES[0]
+        assert engine.embedder.model_id == "lexical:v1:384"
         before = engine.backend.counts()
         report = reembed(engine, batch_size=2)
         assert (report.engrams, report.old_model, report.new_model) == (
@@ -80,6 +81,17 @@ def test_reembed_moves_a_lexical_store_to_the_local_model(
         assert "Miso" in found[0].engram.content  # the new vectors answer vector search
         engine.store("The user ran a half marathon in October.")
         assert reembed(engine).skipped
+
+
+def test_a_named_embedder_refuses_a_store_of_another_model(
+    lexical_store: Path, model_dir: Path
+) -> None:
+    env = {"SMRITI_EMBEDDER": "local", "SMRITI_LOCAL_MODEL": str(model_dir)}
+    with _engine(lexical_store, **env) as engine:
+        with pytest.raises(ConfigError, match="embedded with 'lexical.*smriti reembed"):
+            engine.recall("what pet does the user have?")
+        assert reembed(engine).engrams == 5
+        assert engine.recall("Miso the grey cat", limit=1)[0].engram.content == MEMORIES[0]
 
 
 def test_interrupted_reembed_leaves_the_store_refused_until_rerun(
