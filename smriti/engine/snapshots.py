@@ -21,7 +21,9 @@ the next sync fetches and merges before it pushes anything.
 
 from __future__ import annotations
 
+import random
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,7 +44,8 @@ DIGEST_KEY = "backup.{provider}.digest"
 SEEN_KEY = "backup.{provider}.seen"
 #: Fetch-merge-push rounds before a sync gives up (each lost round means another
 #: machine pushed in between; the next periodic sync tries again).
-ATTEMPTS = 5
+ATTEMPTS = 8
+BACKOFF_S = 0.25
 
 
 @dataclass(slots=True)
@@ -66,6 +69,8 @@ def push_snapshot(engine: Engine) -> SyncReport:
                 if report is not None:
                     return report
                 log.info("remote snapshot changed while syncing; merging again", attempt=attempt)
+                # a random pause, growing: two machines pushing in lockstep fall apart
+                time.sleep(random.uniform(0.0, BACKOFF_S * attempt))
         except Exception:
             engine.dirty.set()
             raise

@@ -10,8 +10,17 @@ The file is UTF-8 JSON Lines, one JSON object per line, each with a ``kind``:
    (AssociatedWith: ``source_id``, ``target_id``, ``strength``, ``relation_type``,
    ``created_at``), ``cooccurrence`` (CoOccurs between cue ids) and ``meta`` records.
    Nodes always come before the edges that use them.
-3. ``trailer``: ``{"kind": "trailer", "counts": {...}}`` with what was written. A file
-   without a trailer is truncated and is refused before anything is imported.
+3. ``trailer``: ``{"kind": "trailer", "counts": {...}}`` with what was written (plus
+   ``"tombstones": n`` when there are any). A file without a trailer is truncated and
+   is refused before anything is imported.
+
+Forgotten memories travel as ``tombstone`` records right after the header (``{"kind":
+"tombstone", "id", "type": "forget" | "prune", "at"[, "last_accessed_at",
+"access_count"]}``, see ``smriti.portable.tombstones``): an import records them and
+neither loads nor keeps a memory they kill. The format version stays 1: files without
+tombstones are read as before, and older readers skip the kind with a warning.
+``smriti.portable.merge`` merges a file into a non-empty store with rules that make
+machines converge (backups use it before every push).
 
 Embeddings are written as base64 of little-endian float32 bytes
 (``vector_encoding: "base64-float32-le"``): a 384-d vector takes 2 KB instead of ~8 KB

@@ -52,7 +52,7 @@ from smriti.portable.format import (
     open_text,
     source_of,
 )
-from smriti.portable.importer import IMPORT_BATCH, read_header, read_trailer
+from smriti.portable.importer import ENGRAM_BATCH, IMPORT_BATCH, read_header, read_trailer
 from smriti.portable.tombstones import Tombstone
 
 if TYPE_CHECKING:
@@ -292,8 +292,9 @@ def _apply(backend: StorageBackend, local: Graph, merged: Graph) -> MergeReport:
         tombstones.save(backend, merged.stones)
     if gone:
         report.forgotten = backend.delete_engrams(gone)
-    if engrams or cues:
-        backend.import_records(engrams, cues, [], [], [])
+    for start in range(0, max(len(engrams), 1 if cues else 0), ENGRAM_BATCH):
+        first = cues if start == 0 else []
+        backend.import_records(engrams[start : start + ENGRAM_BATCH], first, [], [], [])
     edges: list[tuple[str, Any]] = [
         *(("links", x) for x in links),
         *(("associations", x) for x in assoc),
