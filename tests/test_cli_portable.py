@@ -28,6 +28,8 @@ def env(tmp_path: Path) -> dict[str, str]:
         HOME=str(tmp_path / "home"),
         BACKUP_TYPE="none",
         GIT_BASE_URL=str(remote),
+        # the Hub is out of reach here: say so, rather than let each start find out
+        HF_HUB_OFFLINE="1",
     )
     return clean
 

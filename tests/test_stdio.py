@@ -44,6 +44,8 @@ def server_env(tmp_path: Path) -> dict[str, str]:
         HOME=str(tmp_path / "home"),
         LOG_LEVEL="info",
         PYTHONUNBUFFERED="1",
+        # the Hub is out of reach here: say so, rather than let each start find out
+        HF_HUB_OFFLINE="1",
     )
     return env
 
