@@ -17,7 +17,10 @@ The driver is imported when a backend is opened, not when the plugin is loaded.
 from __future__ import annotations
 
 import itertools
+import random
 import threading
+import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -52,10 +55,11 @@ from smriti_backend_neo4j.records import (
     stats_from,
     update_row,
     vector_param,
+    whole,
 )
 
 if TYPE_CHECKING:
-    from neo4j import Driver, ManagedTransaction
+    from neo4j import Driver, Session, Transaction
 
     from smriti.config import Settings
 
@@ -68,6 +72,10 @@ INDEX_WAIT_SECONDS = 600
 # few of them belong to this user; past MAX_FETCH an exact scan of the user's own nodes
 # (through the ``user`` index) is cheaper and exact.
 OVERFETCH, MIN_FETCH, GROWTH, MAX_FETCH = 4, 64, 4, 4096
+# Transient errors (deadlocks, leader switches, lost connections) are retried after
+# RETRY_FIRST seconds, doubling up to RETRY_CAP, each delay jittered by up to half,
+# until ``retry_seconds`` have passed.
+RETRY_FIRST, RETRY_CAP = 0.02, 1.0
 URI_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 
 
@@ -104,6 +112,8 @@ class Neo4jBackend(StorageBackend):
         self._driver: Driver | None = None
         self._vector_indexes: dict[str, _VectorIndex] = {}  # usable ones, by label
         self._lock = threading.Lock()
+        #: Transient errors retried so far, by Neo4j error code (for monitoring).
+        self.retries: Counter[str] = Counter()
 
     @classmethod
     def from_settings(cls, settings: Settings, user: str) -> Neo4jBackend:
@@ -268,16 +278,53 @@ class Neo4jBackend(StorageBackend):
         return self._run(statement, read=True, user=self.user, **params)
 
     def _write(self, statement: str, **params: Any) -> list[Any]:
-        return self._run(statement, user=self.user, **params)
+        """Run one write statement in its own transaction (retried); return its records."""
+        params["user"] = self.user
+        return self._transaction(lambda tx: list(tx.run(statement, params)))
 
-    def _transaction(self, work: Callable[[ManagedTransaction], Any]) -> Any:
-        """Run ``work`` in one write transaction, retried on transient errors."""
+    def _transaction(self, work: Callable[[Transaction], Any]) -> Any:
+        """Run ``work`` in one write transaction and commit, retried (``_retrying``)."""
+
+        def attempt(session: Session) -> Any:
+            with session.begin_transaction() as tx:
+                result = work(tx)
+                tx.commit()
+                return result
+
+        return self._retrying(attempt)
+
+    def _retrying(self, attempt: Callable[[Session], Any]) -> Any:
+        """``attempt(session)`` on a write session; on a transient error (a deadlock, a
+        leader switch, a lost connection) again after a short jittered delay, until
+        ``retry_seconds`` have passed."""
+        from neo4j.exceptions import DriverError, Neo4jError
+
         bookmarks = self.driver.execute_query_bookmark_manager
-        with (
-            self._errors(),
-            self.driver.session(database=self.database, bookmark_manager=bookmarks) as session,
-        ):
-            return session.execute_write(work)
+        deadline = time.monotonic() + self.retry_seconds
+        for tries in itertools.count():
+            try:
+                with self._errors(), self.driver.session(
+                    database=self.database, bookmark_manager=bookmarks
+                ) as session:  # fmt: skip
+                    return attempt(session)
+            except BackendError as exc:
+                cause = exc.__cause__
+                retryable = isinstance(cause, (Neo4jError, DriverError)) and cause.is_retryable()
+                if not retryable or time.monotonic() >= deadline:
+                    raise
+                self._note_retry(cause, tries)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _note_retry(self, cause: BaseException, attempt: int) -> None:
+        """Count and log a transient error, then wait before the next attempt."""
+        code = getattr(cause, "code", None) or type(cause).__name__
+        with self._lock:
+            self.retries[code] += 1
+        delay = min(RETRY_CAP, RETRY_FIRST * 2**attempt)
+        delay -= random.uniform(0, delay / 2)
+        log.info("neo4j transaction retried", code=code, attempt=attempt + 1,
+                 delay=round(delay, 3), error=_first_line(cause))  # fmt: skip
+        time.sleep(delay)
 
     # -- metadata --------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -337,49 +384,85 @@ class Neo4jBackend(StorageBackend):
         self, engram: Engram, cues: Sequence[Cue], associations: Sequence[Association]
     ) -> StoredMemory:
         """Store the engram, its cues, EncodedBy, CoOccurs and AssociatedWith edges in one
-        transaction."""
-        props = engram_props(engram, self.user)
-        cue_rows = distinct_cues(cues, self.user)
-        assoc_rows = [association_row(a) for a in associations]
-        now = utcnow()
+        transaction, locking the cues (by key) and then the associated engrams (by id)
+        so that concurrent stores, recalls and forgets never deadlock."""
+        from neo4j.exceptions import ConstraintError
 
-        def work(tx: ManagedTransaction) -> list[dict[str, Any]]:
-            tx.run(q.CREATE_ENGRAM, props=props).consume()
-            stored: list[dict[str, Any]] = []
-            if cue_rows:
-                params = {"user": self.user, "cues": cue_rows, "engram_id": engram.id, "now": now}
-                records = list(tx.run(q.MERGE_CUES, params))
-                stored = [r["cue"] for r in sorted(records, key=lambda r: r["i"])]
-                ids = [c["id"] for c in stored]
-                pairs = [[a, b] for a, b in itertools.permutations(ids, 2)]
-                if pairs:
-                    tx.run(q.BUMP_COOCCURS, user=self.user, pairs=pairs).consume()
+        props = engram_props(engram, self.user)
+        cue_rows = sorted(distinct_cues(cues, self.user), key=lambda c: c["key"])
+        assoc_rows = sorted((association_row(a) for a in associations),
+                            key=lambda a: (a["target"], a["relation_type"]))  # fmt: skip
+        targets = sorted({engram.id} | {a["target"] for a in assoc_rows})
+        params = {"user": self.user, "props": props, "cues": cue_rows, "now": utcnow()}
+
+        def work(tx: Transaction) -> dict[str, dict[str, Any]]:
+            stored = {r["key"]: r["cue"] for r in tx.run(q.STORE_ENGRAM_AND_CUES, params)}
+            ids = [stored[c["key"]]["id"] for c in cue_rows]
+            pairs = [[a, b] for a, b in itertools.permutations(ids, 2)]
+            if pairs:
+                tx.run(q.BUMP_COOCCURS, user=self.user, pairs=pairs).consume()
             if assoc_rows:
+                tx.run(q.LOCK_ENGRAMS, user=self.user, ids=targets).consume()
                 tx.run(q.MERGE_ASSOCIATIONS, user=self.user, rows=assoc_rows).consume()
             return stored
 
-        stored = self._transaction(work)
-        return StoredMemory(engram=engram, cues=[cue_from(c) for c in stored])
+        try:
+            by_key = self._transaction(work)
+        except BackendError as exc:
+            if not isinstance(exc.__cause__, ConstraintError):
+                raise
+            return self._stored_already(engram, exc)
+        order = [normalise_cue_name(c.name) for c in cues]
+        return StoredMemory(engram=engram, cues=[cue_from(by_key[k]) for k in dict.fromkeys(order)])
+
+    def _stored_already(self, engram: Engram, error: BackendError) -> StoredMemory:
+        """The engram id exists: a retry of the same memory returns it unchanged; another
+        memory under that id is an error."""
+        found = self._read(q.ENGRAM_CONTENT, id=engram.id)
+        if not found:
+            raise error
+        if found[0]["content"] != engram.content:
+            raise BackendError(
+                f"an engram with id {engram.id!r} already exists with other content"
+            ) from None
+        cues = [cue_from(r["cue"]) for r in self._read(q.STORED_CUES, id=engram.id)]
+        return StoredMemory(engram=engram, cues=cues)
 
     def update_engrams(self, updates: Sequence[EngramUpdate]) -> None:
-        """Apply partial updates, ``WRITE_BATCH`` per transaction; unknown ids ignored."""
-        for chunk in batched(updates, WRITE_BATCH):
-            self._write(q.UPDATE_ENGRAMS, rows=[update_row(u) for u in chunk])
+        """Apply partial updates, ``WRITE_BATCH`` per transaction, in id order (the lock
+        order); unknown ids are ignored."""
+        rows = sorted((update_row(u) for u in updates), key=lambda r: r["id"])
+        for chunk in batched(rows, WRITE_BATCH):
+            self._write(q.UPDATE_ENGRAMS, rows=chunk)
 
     def delete_engrams(self, ids: Sequence[str]) -> int:
-        """Delete these engrams with every edge touching them; return how many existed."""
+        """Delete these engrams with every edge touching them; return how many existed.
+        Their cues and neighbouring engrams are locked first, in the lock order."""
         deleted = 0
-        for chunk in batched(dict.fromkeys(ids), WRITE_BATCH):
-            deleted += self._write(q.DELETE_ENGRAMS, ids=chunk)[0]["deleted"]
+        for chunk in batched(sorted(set(ids)), WRITE_BATCH):
+
+            def work(tx: Transaction, chunk: list[str] = chunk) -> int:
+                tx.run(q.LOCK_CUES_OF, user=self.user, ids=chunk).consume()
+                tx.run(q.LOCK_ENGRAMS_AROUND, user=self.user, ids=chunk).consume()
+                return int(tx.run(q.DELETE_ENGRAMS, user=self.user, ids=chunk).single()[0])
+
+            deleted += self._transaction(work)
         return deleted
 
     def delete_orphan_cues(self) -> int:
         """Delete cues that no engram is EncodedBy, in batches; return how many."""
         total = 0
         while True:
-            deleted = self._write(q.DELETE_ORPHAN_CUES, batch=WRITE_BATCH)[0]["deleted"]
-            total += deleted
-            if deleted < WRITE_BATCH:
+            ids = [r["id"] for r in self._read(q.FIND_ORPHAN_CUES, batch=WRITE_BATCH)]
+            if not ids:
+                return total
+
+            def work(tx: Transaction, ids: list[str] = ids) -> int:
+                tx.run(q.LOCK_CUES_AROUND, user=self.user, ids=ids).consume()
+                return int(tx.run(q.DELETE_ORPHANS, user=self.user, ids=ids).single()[0])
+
+            total += self._transaction(work)
+            if len(ids) < WRITE_BATCH:
                 return total
 
     def import_records(
@@ -410,14 +493,14 @@ class Neo4jBackend(StorageBackend):
         if not ids:
             return []
         records = self._read(q.GET_ENGRAMS, ids=list(dict.fromkeys(ids)))
-        return [engram_from(r["p"]) for r in records]
+        return [engram_from(r["p"]) for r in records if whole(r["p"])]
 
     def list_engrams(self, limit: int, memory_type: str | None = None) -> list[Engram]:
         """Most recently accessed first (ties: newest created first)."""
         if limit <= 0:
             return []
         records = self._read(q.LIST_ENGRAMS, limit=int(limit), memory_type=memory_type)
-        return [engram_from(r["p"]) for r in records]
+        return [engram_from(r["p"]) for r in records if whole(r["p"])]
 
     def count_engrams(self) -> int:
         """How many engrams this user has."""
@@ -466,7 +549,7 @@ class Neo4jBackend(StorageBackend):
         hits = self._index_search("Engram", q.ENGRAM_VECTOR_QUERY, k, params)
         if hits is None:
             records = self._read(q.ENGRAM_VECTOR_EXACT, k=int(k), **params)
-            hits = [(r["id"], r["score"]) for r in records]
+            hits = [(r["id"], r["score"]) for r in records if r["id"] is not None]
         return [(i, _cosine(s)) for i, s in hits]
 
     def cue_vector_search(self, embedding: np.ndarray, k: int) -> list[tuple[Cue, float]]:
@@ -478,7 +561,7 @@ class Neo4jBackend(StorageBackend):
         if hits is None:
             records = self._read(q.CUE_VECTOR_EXACT, k=int(k), **params)
             hits = [(r["p"], r["score"]) for r in records]
-        return [(cue_from(p), _cosine(s)) for p, s in hits]
+        return [(cue_from(p), _cosine(s)) for p, s in hits if p.get("id") is not None]
 
     def _index_search(
         self, label: str, statement: str, k: int, params: dict[str, Any]
@@ -504,8 +587,9 @@ class Neo4jBackend(StorageBackend):
         fetch = max(k * OVERFETCH, MIN_FETCH)
         while fetch <= MAX_FETCH:
             record = self._read(statement, fetch=fetch, **params)[0]
-            if len(record["hits"]) >= k or record["raw"] < fetch:
-                hits = sorted(record["hits"], key=lambda h: -h[1])
+            found = [h for h in record["hits"] if h[0] is not None and h[1] is not None]
+            if len(found) >= k or record["raw"] < fetch:
+                hits = sorted(found, key=lambda h: -h[1])
                 return [(h[0], h[1]) for h in hits[:k]]
             fetch *= GROWTH
         return None
@@ -523,8 +607,9 @@ class Neo4jBackend(StorageBackend):
                 q.TEXT_QUERY, query=lucene, fetch=fetch, k=int(k), memory_type=memory_type
             )[0]
             # Full-text hits are cheap, so keep growing until enough or exhausted.
-            if len(record["hits"]) >= k or record["raw"] < fetch:
-                return [(h[0], float(h[1])) for h in record["hits"]]
+            found = [(h[0], float(h[1])) for h in record["hits"] if h[0] is not None]
+            if len(found) >= k or record["raw"] < fetch:
+                return found
             fetch *= GROWTH
 
     # -- cues and links ------------------------------------------------------------------------
@@ -542,7 +627,7 @@ class Neo4jBackend(StorageBackend):
             return out
         ids = list(dict.fromkeys(cue_ids))
         for r in self._read(q.ENGRAMS_FOR_CUES, ids=ids, limit=int(limit_per_cue)):
-            out[r["cid"]] = [(eid, float(s)) for eid, s in r["hits"]]
+            out[r["cid"]] = [(e, float(s)) for e, s in r["hits"] if e is not None and s is not None]
         return out
 
     def cue_degrees(self, cue_ids: Sequence[str]) -> dict[str, int]:
@@ -557,7 +642,11 @@ class Neo4jBackend(StorageBackend):
         if not engram_ids:
             return []
         records = self._read(q.CUES_OF, ids=list(dict.fromkeys(engram_ids)))
-        return [Link(r["eid"], r["cid"], float(r["strength"])) for r in records]
+        return [
+            Link(r["eid"], r["cid"], float(r["strength"]))
+            for r in records
+            if r["cid"] is not None and r["strength"] is not None
+        ]
 
     def associations_of(
         self, engram_ids: Sequence[str], limit_per_engram: int
@@ -569,6 +658,8 @@ class Neo4jBackend(StorageBackend):
         ids = list(dict.fromkeys(engram_ids))
         seen: dict[tuple[str, str, str], Association] = {}
         for r in self._read(q.ASSOCIATIONS_OF, ids=ids, limit=int(limit_per_engram)):
+            if None in (r["source"], r["target"], r["strength"]):
+                continue  # deleted by a concurrent forget while this query read it
             edge = association_from(
                 [r["source"], r["target"], r["strength"], r["relation_type"], r["created_at"]]
             )
@@ -579,7 +670,8 @@ class Neo4jBackend(StorageBackend):
     def iter_engrams(self, batch_size: int = 1000) -> Iterator[Engram]:
         """Every engram with its embedding, ordered by id, ``batch_size`` per query."""
         for props in self._pages(q.ENGRAMS_PAGE, batch_size):
-            yield engram_from(props)
+            if whole(props):
+                yield engram_from(props)
 
     def iter_cues(self) -> Iterator[Cue]:
         """Every cue with its embedding, ordered by id."""

@@ -70,19 +70,36 @@ GET_META = "MATCH (m:SmritiMeta {user: $user, key: $key}) RETURN m.value AS valu
 SET_META = "MERGE (m:SmritiMeta {user: $user, key: $key}) SET m.value = $value"
 
 # -- writes ----------------------------------------------------------------------------
-CREATE_ENGRAM = "CREATE (e:Engram) SET e = $props"
-MERGE_CUES = """
-UNWIND range(0, size($cues) - 1) AS i
-WITH i, $cues[i] AS c
-MERGE (k:Cue {user: $user, key: c.key})
+# Lock order. Concurrent writers deadlock when they lock the same nodes in different
+# orders, and every edge write locks both of its end nodes. So each write transaction
+# first takes exclusive locks on the nodes whose edges or properties it will change,
+# in one global order: cues sorted by key, then engrams sorted by id. While a
+# transaction holds a node's lock no other one can change that node's edges, so the
+# edge writes that follow never wait. ``LOCK`` takes a node lock in plain Cypher (no
+# APOC): it sets and removes a property, leaving the node as it was.
+LOCK = "SET {0}.smriti_lock = true REMOVE {0}.smriti_lock"
+
+# The new engram, then its cues merged and locked in key order ($cues is sorted), each
+# with its EncodedBy edge (the engram is new, so CREATE is exact and needs no search).
+STORE_ENGRAM_AND_CUES = f"""
+CREATE (e:Engram) SET e = $props
+WITH e
+UNWIND $cues AS c
+MERGE (k:Cue {{user: $user, key: c.key}})
   ON CREATE SET k = c
-WITH i, k
-MATCH (e:Engram {user: $user, id: $engram_id})
-MERGE (e)-[r:EncodedBy]->(k)
-  ON CREATE SET r.strength = 1.0, r.created_at = $now
-RETURN i, k {.id, .name, .cue_type, .embedding_f32,
-  embedding: CASE WHEN k.embedding_f32 IS NULL THEN k.embedding END} AS cue
+{LOCK.format("k")}
+CREATE (e)-[:EncodedBy {{strength: 1.0, created_at: $now}}]->(k)
+RETURN c.key AS key, k {{.id, .name, .cue_type, .embedding_f32,
+  embedding: CASE WHEN k.embedding_f32 IS NULL THEN k.embedding END}} AS cue
 """
+ENGRAM_CONTENT = "MATCH (e:Engram {user: $user, id: $id}) RETURN e.content AS content"
+STORED_CUES = """
+MATCH (:Engram {user: $user, id: $id})-[:EncodedBy]->(k:Cue)
+RETURN k {.id, .name, .cue_type, .embedding_f32,
+  embedding: CASE WHEN k.embedding_f32 IS NULL THEN k.embedding END} AS cue
+ORDER BY k.key
+"""
+# $pairs are sorted, and this transaction already holds both cues of every pair.
 BUMP_COOCCURS = """
 UNWIND $pairs AS p
 MATCH (a:Cue {user: $user, id: p[0]})
@@ -91,6 +108,12 @@ MERGE (a)-[r:CoOccurs]->(b)
   ON CREATE SET r.strength = 1.0
   ON MATCH SET r.strength = r.strength + 1.0
 """
+# $ids sorted: lock those of these engrams that exist, in id order.
+LOCK_ENGRAMS = f"""
+UNWIND $ids AS id
+MATCH (e:Engram {{user: $user, id: id}})
+{LOCK.format("e")}
+"""
 MERGE_ASSOCIATIONS = """
 UNWIND $rows AS a
 MATCH (s:Engram {user: $user, id: a.source})
@@ -98,6 +121,7 @@ MATCH (t:Engram {user: $user, id: a.target})
 MERGE (s)-[r:AssociatedWith {relation_type: a.relation_type}]->(t)
 SET r.strength = a.strength, r.created_at = a.created_at
 """
+# $rows sorted by id, so the engrams are locked in id order.
 UPDATE_ENGRAMS = """
 UNWIND $rows AS r
 MATCH (e:Engram {user: $user, id: r.id})
@@ -107,16 +131,49 @@ SET e.access_count = coalesce(r.access_count, e.access_count),
     e.cluster_id = coalesce(r.cluster_id, e.cluster_id),
     e.importance = coalesce(r.importance, e.importance)
 """
+# Deleting an engram removes edges at its cues and at its associated engrams: lock
+# those first, cues by key, then engrams (these and their neighbours) by id.
+LOCK_CUES_OF = f"""
+MATCH (e:Engram {{user: $user}})-[:EncodedBy]->(c:Cue)
+WHERE e.id IN $ids
+WITH DISTINCT c ORDER BY c.key
+{LOCK.format("c")}
+"""
+LOCK_ENGRAMS_AROUND = f"""
+MATCH (e:Engram {{user: $user}})
+WHERE e.id IN $ids
+OPTIONAL MATCH (e)-[:AssociatedWith]-(o:Engram)
+WITH collect(e) + collect(o) AS nodes
+UNWIND nodes AS n
+WITH DISTINCT n ORDER BY n.id
+{LOCK.format("n")}
+"""
 DELETE_ENGRAMS = """
 UNWIND $ids AS id
 MATCH (e:Engram {user: $user, id: id})
 DETACH DELETE e
 RETURN count(*) AS deleted
 """
-DELETE_ORPHAN_CUES = """
+# Orphaned cues and their CoOccurs neighbours, locked in key order; the delete checks
+# again, under the locks, that no store has linked one of them meanwhile.
+FIND_ORPHAN_CUES = """
 MATCH (c:Cue {user: $user})
 WHERE NOT EXISTS { (c)<-[:EncodedBy]-(:Engram) }
-WITH c LIMIT $batch
+RETURN c.id AS id LIMIT $batch
+"""
+LOCK_CUES_AROUND = f"""
+MATCH (c:Cue {{user: $user}})
+WHERE c.id IN $ids
+OPTIONAL MATCH (c)-[:CoOccurs]-(o:Cue)
+WITH collect(c) + collect(o) AS nodes
+UNWIND nodes AS n
+WITH DISTINCT n ORDER BY n.key
+{LOCK.format("n")}
+"""
+DELETE_ORPHANS = """
+UNWIND $ids AS id
+MATCH (c:Cue {user: $user, id: id})
+WHERE NOT EXISTS { (c)<-[:EncodedBy]-(:Engram) }
 DETACH DELETE c
 RETURN count(*) AS deleted
 """

@@ -88,6 +88,13 @@ def engram_props(engram: Engram, user: str) -> dict[str, Any]:
     }
 
 
+def whole(props: Mapping[str, Any]) -> bool:
+    """Whether an engram projection is complete. Reads are read-committed: a node that a
+    concurrent forget deletes while a query reads it comes back with missing values,
+    and is skipped as if the read had come a moment later."""
+    return all(props.get(k) is not None for k in ("id", "created_at", "last_accessed_at"))
+
+
 def engram_from(props: Mapping[str, Any]) -> Engram:
     """An Engram from a node's property map."""
     return Engram(

@@ -1,17 +1,37 @@
-"""Concurrent writers: merged cues stay unique and co-occurrence counts stay exact.
+"""Concurrent writers and sessions: nothing lost, nothing counted twice, no failures.
 
-Neo4j serialises the conflicting MERGEs through the uniqueness constraints and node
-locks; deadlocks surface as transient errors that the managed transaction retries.
+Every write transaction locks the nodes it changes in one global order (cues by key,
+then engrams by id; see ``cypher.py``), so concurrent stores sharing cues wait for each
+other instead of deadlocking, and the rare transient error left (the server's deadlock
+detector also reports some waits on commit-time locks) is retried. These tests drive
+that from many threads and check the outcome exactly. They assert no timings.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+import queue
+import random
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from smriti_backend_neo4j.backend import Neo4jBackend
 
+from smriti.config import Settings
+from smriti.engine import Engine
+from smriti.plugins import create_plugin_manager
 from smriti.testing import GraphBuilder
+
+from .conftest import ServerInfo, wipe
+
+DEADLOCK = "Neo.TransientError.Transaction.DeadlockDetected"
+SESSIONS = 20
+CALLS = 240
+WORDS = ("apple", "river", "newton", "gravity", "music", "paris", "kiwi", "zebra", "orbit")
+TAGS = ("work", "home")
 
 
 def test_parallel_add_memory_with_shared_cues(make_backend: Callable[..., Neo4jBackend]) -> None:
@@ -21,7 +41,9 @@ def test_parallel_add_memory_with_shared_cues(make_backend: Callable[..., Neo4jB
 
     def store(i: int) -> None:
         own = build.cue(f"own{i}")
-        backend.add_memory(build.engram(i), [*shared, own], [])
+        cues = [*shared, own]
+        random.Random(i).shuffle(cues)  # each writer lists the shared cues in its own order
+        backend.add_memory(build.engram(i), cues, [])
 
     with ThreadPoolExecutor(max_workers=6) as pool:
         list(pool.map(store, range(30)))
@@ -33,3 +55,123 @@ def test_parallel_add_memory_with_shared_cues(make_backend: Callable[..., Neo4jB
     assert strengths[(shared[2].id, shared[0].id)] == 30.0
     assert strengths[("c-own7", shared[1].id)] == 1.0
     assert len(strengths) == 6 + 30 * 6
+    assert backend.retries[DEADLOCK] == 0
+
+
+@pytest.fixture
+def engine(neo4j_server: ServerInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    """One user's Engine on the Neo4j server, shared by every session (as in a server)."""
+    wipe(neo4j_server)
+    environ = {
+        "ACCESSING_USER": "carol",
+        "DB_TYPE": "neo4j",
+        "NEO4J_URI": neo4j_server.uri,
+        "NEO4J_USERNAME": neo4j_server.username,
+        "NEO4J_PASSWORD": neo4j_server.password,
+        "STORAGE_LOCATION": str(tmp_path_factory.mktemp("store")),
+        "CONSOLIDATION_INTERVAL": "0",
+        "BACKUP_SYNC_INTERVAL": "0",
+        "INDEX_THRESHOLD": "10",  # vector indexes exist before the sessions start
+        "SMRITI_LOAD_PLUGINS": "smriti-backend-neo4j",
+        "SMRITI_STRICT_PLUGINS": "1",
+    }
+    pm, _ = create_plugin_manager(environ=environ)
+    with Engine.from_settings(Settings.from_env(environ), pm=pm) as opened:
+        yield opened
+
+
+def _text(rng: random.Random, i: int) -> tuple[str, str]:
+    """A note over shared words in a random order (so cues come in any order) and tags."""
+    words = rng.sample(WORDS, k=4)
+    tags = ",".join(rng.sample(TAGS, k=rng.randint(1, 2)))
+    return f"{' '.join(words).capitalize()} notes, number {i}.", tags
+
+
+class Sessions:
+    """The outcome of many sessions' calls: what was acknowledged, and what failed."""
+
+    def __init__(self, engine: Engine, preloaded: list[str]) -> None:
+        self.engine = engine
+        self.lock = threading.Lock()
+        self.cues: dict[str, list[str]] = {}  # acknowledged engram -> its cue ids
+        self.pool = list(preloaded)  # memories a forget may take
+        self.forgotten: list[str] = []
+        self.failures: list[str] = []
+
+    def call(self, kind: str, arg: object) -> None:
+        try:
+            if kind == "store":
+                text, tags = arg  # type: ignore[misc]
+                outcome = self.engine.store(text, importance=0.7, tags=tags)
+                with self.lock:
+                    self.cues[outcome.engram.id] = [c.id for c in outcome.cues]
+                    self.pool.append(outcome.engram.id)
+            elif kind in ("recall", "search", "list"):
+                self.engine.recall(arg, limit=5, mode=kind)
+            elif kind == "forget":
+                with self.lock:
+                    victim = self.pool.pop(int(arg) % len(self.pool)) if self.pool else None  # type: ignore[call-overload]
+                if victim is not None:
+                    self.engine.forget(victim)
+                    with self.lock:
+                        self.forgotten.append(victim)
+            else:
+                self.engine.stats()
+        except Exception as exc:  # every failure is collected and asserted on
+            with self.lock:
+                self.failures.append(f"{kind}: {type(exc).__name__}: {exc}")
+
+
+def test_twenty_sessions_of_mixed_calls_keep_every_acknowledged_write(engine: Engine) -> None:
+    rng = random.Random(2026)
+    preload = [engine.store(text, 0.7, tags) for text, tags in (_text(rng, i) for i in range(15))]
+    sessions = Sessions(engine, [o.engram.id for o in preload])
+    sessions.cues.update({o.engram.id: [c.id for c in o.cues] for o in preload})
+    kinds = rng.choices(
+        ["store", "recall", "search", "list", "forget", "stats"], [40, 24, 6, 5, 15, 10], k=CALLS
+    )
+    todo: queue.Queue[tuple[str, object]] = queue.Queue()
+    for i, kind in enumerate(kinds):
+        arg = {"store": _text(rng, 100 + i), "forget": rng.randrange(1000)}.get(
+            kind, " ".join(rng.sample(WORDS, k=2))
+        )
+        todo.put((kind, arg))
+
+    def session() -> None:
+        while True:
+            try:
+                kind, arg = todo.get_nowait()
+            except queue.Empty:
+                return
+            sessions.call(kind, arg)
+
+    threads = [threading.Thread(target=session) for _ in range(SESSIONS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert sessions.failures == []
+    backend = engine.backend
+    gone = set(sessions.forgotten)
+    kept = set(sessions.cues) - gone
+    assert len(gone) == kinds.count("forget"), "every forget found a memory to delete"
+    assert {e.id for e in backend.iter_engrams()} == kept
+    assert backend.get_engrams(sorted(gone)) == []
+    links = list(backend.iter_links())
+    assert {(x.engram_id, x.cue_id) for x in links} == {
+        (e, c) for e in kept for c in sessions.cues[e]
+    }, "every kept memory has exactly the cues its store reported"
+    names = [c.name for c in backend.iter_cues()]
+    assert len(names) == len(set(names)), "a cue was merged twice"
+    _assert_cooccurrence_counts_exact(backend, sessions.cues)
+
+
+def _assert_cooccurrence_counts_exact(backend: Neo4jBackend, cues: dict[str, list[str]]) -> None:
+    """Each CoOccurs strength counts every acknowledged store (forgotten ones too: a
+    forget does not uncount) that had both cues: no increment was lost or doubled."""
+    want: Counter[tuple[str, str]] = Counter()
+    for ids in cues.values():
+        want.update(itertools.permutations(ids, 2))
+    got = {(c.source_id, c.target_id): c.strength for c in backend.iter_cooccurrences()}
+    assert got == {pair: float(n) for pair, n in want.items()}
