@@ -174,7 +174,17 @@ def _exported_ids(disk: Disk, out: Path) -> set[str]:
     return {r["id"] for r in records if r.get("kind") == "engram"}
 
 
+@pytest.fixture
+def patient_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Let the server close on its own: the SDK kills it 2 s after stdin closes, which a
+    loaded machine can exceed, and then its exit code (the point here) is lost."""
+    import mcp.client.stdio
+
+    monkeypatch.setattr(mcp.client.stdio, "PROCESS_TERMINATION_TIMEOUT", 60.0)
+
+
 @pytest.mark.anyio
+@pytest.mark.usefixtures("patient_client")
 async def test_full_disk_loses_no_acknowledged_memory(disk: Disk) -> None:
     acknowledged: list[str] = []
     refusal = ""

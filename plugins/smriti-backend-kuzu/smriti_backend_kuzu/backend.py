@@ -204,15 +204,19 @@ class KuzuBackend(
                 log.error("access strengthening not saved", path=str(self.path), error=str(exc))
         self._stop_writing()
         with self._write_lock, self._kuzu_lock:
-            saved = self._db is not None and self._final_checkpoint()
+            if self._db is not None:
+                self._final_checkpoint()
         with self._write_lock, self._kuzu_lock, self._conns_lock:
             for conn in self._conns:
+                if self._kuzu_failed:
+                    durability.abandon(conn)
+                    continue
                 with suppress(Exception):  # best effort; closing the db below flushes
                     conn.close()
             self._conns.clear()
             self._generation += 1
             if self._db is not None:
-                self._close_database(saved)
+                self._close_database()
             self.engram_cache = None
             self.mirror = None
             self.cue_cache.clear()
@@ -225,28 +229,28 @@ class KuzuBackend(
                 self._worker = None
         self._stop_strengthening()
 
-    def _final_checkpoint(self) -> bool:
+    def _final_checkpoint(self) -> None:
         """At close: checkpoint if there is room, else tell Kùzu not to try (the WAL and
-        the journal are kept for the next open). Returns whether it checkpointed."""
+        the journal are kept for the next open)."""
+        if self._kuzu_failed:
+            return
         try:
-            if self._checkpoint(force=True):
-                return True
-            self._conn().execute("CALL force_checkpoint_on_close=false")
+            if not self._checkpoint(force=True):
+                self._conn().execute("CALL force_checkpoint_on_close=false")
         except Exception as exc:  # closing must not fail; the next open replays the WAL
             log.warning(
                 "kuzu store closed without a checkpoint", path=str(self.path), error=str(exc)
             )
-        return False
 
-    def _close_database(self, checkpointed: bool) -> None:
-        """Close Kùzu's database, or, when a write of its files failed and the disk is
-        still full, abandon it: closing would abort the process (durability)."""
+    def _close_database(self) -> None:
+        """Close Kùzu's database, or, after a failed write of its files, abandon it:
+        closing (or checkpointing) it then aborted or crashed the process (durability)."""
         db, self._db = self._db, None
-        if self._kuzu_failed and not checkpointed:
+        if self._kuzu_failed:
             durability.abandon(db)
             log.error(
-                "kuzu store left unclosed after an I/O failure on a full disk; every "
-                "committed memory is in its WAL and the journal",
+                "kuzu store left unclosed after a failed write of its files; every "
+                "committed memory is in its WAL, every stored one in the journal",
                 path=str(self.path),
             )
             return
@@ -254,8 +258,21 @@ class KuzuBackend(
 
     # -- durability ---------------------------------------------------------------------
     def _check_room(self, needed: int, what: str) -> None:
-        """Refuse a Kùzu write that might not fit: StorageFullError naming ``what``."""
+        """Refuse (StorageFullError naming ``what``) a Kùzu write that might not fit,
+        and any write after a failed one: Kùzu's state is then unsafe to write."""
+        if self._kuzu_failed:
+            raise durability.kuzu_failed(self.path, what)
         if not durability.has_room(self.path, durability.KUZU_RESERVE + needed):
+            raise durability.disk_full(self.path, what)
+
+    def _check_store_room(self, line: int) -> None:
+        """Refuse a new memory (of a ``line``-byte journal line) the store cannot keep:
+        with its journal line, Kùzu's WAL record and checkpoint beyond the reserve that
+        lets the memories already journaled reach Kùzu."""
+        what = "the memory was not stored"
+        if self._kuzu_failed:
+            raise durability.kuzu_failed(self.path, what)
+        if not durability.has_room(self.path, durability.STORE_RESERVE + 3 * line):
             raise durability.disk_full(self.path, what)
 
     def _kuzu_error(self, exc: Exception, what: str) -> BackendError:

@@ -7,14 +7,15 @@ Kùzu 0.11.3 is not safe on a full disk (found by experiment on a 20 MB tmpfs):
   (``terminate called after throwing kuzu::common::IOException``). So the backend
   opens Kùzu with ``auto_checkpoint`` off and checkpoints itself, only with room to do
   so; a failed explicit ``CHECKPOINT`` is a plain error and harms nothing.
-- A commit that cannot write its WAL record raises a plain error, and reads still work,
-  but the WAL is left with a partial record: closing the database then aborts while
-  the disk is still full (once space is back it closes normally). So no Kùzu write
-  starts without headroom (``KUZU_RESERVE``), new memories are refused earlier
-  (``STORE_RESERVE``) so that the journaled ones always fit, and a database whose WAL
-  write failed is, if the disk is still full at close, left to the operating system
-  instead of closed (``abandon``): its WAL holds every commit but the failed one, and
-  the journal holds every memory.
+- A commit that cannot write its WAL record raises a plain error and reads still work,
+  but the WAL is left with a partial record and the memory state with the failed
+  transaction's rows (writing them again: "duplicated primary key"); a checkpoint then
+  crashed the process (SIGSEGV) and closing aborts while the disk is still full. So no
+  Kùzu write starts without headroom (``KUZU_RESERVE``), new memories are refused
+  earlier (``STORE_RESERVE``) so that the journaled ones always fit, and after a failed
+  write the database takes no more writes and is left to the operating system at
+  close instead of closed (``abandon``): its WAL holds every commit but the failed one,
+  the journal every stored memory, and the next open replays both.
 - Kùzu never shrinks its database file (checked: inserting 3,000 rows, deleting them,
   dropping the table and checkpointing keeps the size), so a file smaller than it was
   at its last checkpoint has lost data.
@@ -92,6 +93,16 @@ def disk_full(path: Path, what: str) -> StorageFullError:
         f"disk full: {what}; free space at {folder} and retry ({left} there, and the "
         f"store keeps {STORE_RESERVE // MIB} MB in reserve so that what it acknowledged "
         "always reaches the database). Every memory stored so far is kept"
+    )
+
+
+def kuzu_failed(path: Path, what: str) -> StorageFullError:
+    """The error for any write after Kùzu failed to write its files (``what`` is not
+    done): its in-memory state is then ahead of its WAL, so it takes no more writes."""
+    return StorageFullError(
+        f"disk full: {what}; Kùzu failed to write its files at {path.parent} and takes no "
+        "more writes in this process. Free space at that folder and restart smriti: every "
+        "memory stored so far is kept"
     )
 
 

@@ -52,7 +52,7 @@ log = get_logger(__name__)
 
 JOURNAL_SUFFIX = ".journal"
 #: Checkpoint (and so empty the journal) once it is this large.
-JOURNAL_CHECKPOINT_BYTES = 8 * 2**20
+JOURNAL_CHECKPOINT_BYTES = 16 * 2**20
 #: What a failed journal append means when the disk (or the file-size limit) is full.
 _FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 #: The row fields that hold times (naive UTC datetimes for Kùzu, ISO text in the journal).

@@ -37,7 +37,6 @@ from smriti.model import (
     utcnow,
 )
 from smriti.storage import StoredMemory, batched
-from smriti_backend_kuzu import durability
 from smriti_backend_kuzu.codec import (
     ENGRAM_CREATE,
     ENGRAM_CREATE_ONE,
@@ -265,10 +264,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                 assoc=[self._assoc_row(a) for a in edges],
             )
             memory.line = memory.to_line()
-            # Room for its journal line, Kùzu's WAL record and the checkpoint, beyond
-            # the reserve that lets the memories already journaled reach Kùzu.
-            if not durability.has_room(self.path, durability.STORE_RESERVE + 3 * len(memory.line)):
-                raise durability.disk_full(self.path, "the memory was not stored")
+            self._check_store_room(len(memory.line))
             if self.mirror is not None:
                 self._enqueue(memory)
             else:
