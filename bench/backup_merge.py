@@ -10,6 +10,9 @@ moto S3 bucket (127.0.0.1) per run. Cases:
   memory that machine holds), recalls and syncs, then two sync rounds.
 - ``parallel``: two machines in two threads, each storing and syncing in a loop at
   the same time, so pushes really race, then two sync rounds.
+- ``large`` (only when asked for): the ``stale`` case on a store of
+  ``--large-memories`` synthetic memories (bench/corpus.py); ``merge_sync_s`` is the
+  stale machine's sync, which merges the other machine's snapshot.
 
 After every run a fresh machine restores; checked: every acknowledged memory (``store``
 returned) that was not forgotten is there ("lost" counts those missing), no forgotten
@@ -38,7 +41,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from backup import git_overrides, make_engine, s3_overrides  # noqa: E402
+from backup import git_overrides, make_engine, populate, s3_overrides  # noqa: E402
 from common import configure_logging, machine, table, write_results  # noqa: E402
 
 from smriti.backup import SnapshotConflict  # noqa: E402
@@ -56,6 +59,7 @@ class Ledger:
         self.sync_s: list[float] = []
         self.errors: list[str] = []
         self.races = 0  # pushes refused because another machine pushed first
+        self.merge_sync_s: float | None = None
         self.lock = threading.Lock()
 
     def watch(self, engine: Any) -> Any:
@@ -138,16 +142,36 @@ def parallel(engines: list[Any], ledger: Ledger, rng: random.Random) -> None:
         t.join()
 
 
+def large(engines: list[Any], ledger: Ledger, rng: random.Random) -> None:
+    one, two = engines[0], engines[1]
+    ledger.stored.update(e.id for e in one.backend.iter_engrams())  # populated before open
+    ledger.sync(one)
+    ledger.sync(two)
+    for _ in range(10):
+        ledger.store(two)
+    ledger.sync(two)
+    for _ in range(10):
+        ledger.store(one)
+    started = time.perf_counter()
+    ledger.sync(one)
+    ledger.merge_sync_s = time.perf_counter() - started
+
+
 CASES: dict[str, tuple[int, Callable[[list[Any], Ledger, random.Random], None]]] = {
     "stale": (2, stale),
     "random": (3, interleaved),
     "parallel": (2, parallel),
+    "large": (2, large),
 }
 
 
-def run_once(case: str, provider: str, seed: int, work: Path, remote: dict[str, Any]) -> dict:
+def run_once(
+    case: str, provider: str, seed: int, work: Path, remote: dict[str, Any], size: int
+) -> dict:
     machines, scenario = CASES[case]
     ledger = Ledger()
+    if case == "large":
+        populate(work / "m0", size)
     engines = [ledger.watch(make_engine(work / f"m{i}", **remote).open()) for i in range(machines)]
     started = time.perf_counter()
     try:
@@ -179,6 +203,7 @@ def run_once(case: str, provider: str, seed: int, work: Path, remote: dict[str, 
         "syncs": len(ledger.sync_s),
         "races": ledger.races,
         "mean_sync_s": round(sum(ledger.sync_s) / max(1, len(ledger.sync_s)), 3),
+        "merge_sync_s": None if ledger.merge_sync_s is None else round(ledger.merge_sync_s, 2),
         "seconds": round(time.perf_counter() - started, 1),
         "failed": bool(lost or back or len(hashes) != 1 or ledger.errors),
     }
@@ -189,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="runs per case and provider")
     parser.add_argument("--cases", default="stale,random,parallel")
     parser.add_argument("--providers", default="git,s3")
+    parser.add_argument("--large-memories", type=int, default=10_000)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     configure_logging("error")
@@ -198,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for provider in [p.strip() for p in args.providers.split(",") if p.strip()]:
             for case in [c.strip() for c in args.cases.split(",") if c.strip()]:
-                runs = 1 if case == "stale" else args.runs
+                runs = 1 if case in ("stale", "large") else args.runs
                 for seed in range(runs):
                     with tempfile.TemporaryDirectory(prefix="smriti-bench-merge-") as tmp:
                         work = Path(tmp)
@@ -209,7 +235,9 @@ def main(argv: list[str] | None = None) -> int:
                                 base, _, server = s3_overrides()
                             bucket = f"smriti-merge-{uuid.uuid4().hex[:10]}"
                             remote = {**base, "s3_bucket": bucket}
-                        rows.append(run_once(case, provider, seed, work, remote))
+                        rows.append(
+                            run_once(case, provider, seed, work, remote, args.large_memories)
+                        )
                         print(rows[-1], file=sys.stderr)
     finally:
         if server is not None:

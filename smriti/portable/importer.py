@@ -98,7 +98,10 @@ def import_store(
     """Load an export file into ``target`` (an opened Engine, or a bare StorageBackend).
 
     Refuses a non-empty store unless ``merge`` is True; when merging, imported cues
-    whose name already exists are merged into the existing cue. When the file's
+    whose name already exists are merged into the existing cue, and records with an
+    existing id replace the store's (backups use ``smriti.portable.merge`` instead,
+    whose rules converge). Tombstones are honoured both ways: the file's are recorded
+    and delete the memories they kill, and no memory a tombstone kills is loaded. When the file's
     embedding model differs from the engine's embedder, engram contents and cue names
     are re-embedded with the engine's embedder (a bare backend imports vectors as-is).
     Raises InvalidInput for a malformed, truncated or newer-format file (nothing is

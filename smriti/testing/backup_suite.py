@@ -10,6 +10,10 @@ Subclass :class:`BackupProviderTests` and override two fixtures:
 - ``unreachable_overrides`` returns settings overrides that point the provider at a
   remote that cannot be reached (a closed port, a missing path).
 
+The clauses on ``fetch`` versions and the conditional ``push_if`` (a stale push never
+overwrites a newer snapshot) apply when ``conditional_writes`` is True (the default);
+a provider that keeps the base class's last-writer-wins defaults sets it to False.
+
 Example::
 
     class TestMyProvider(BackupProviderTests):

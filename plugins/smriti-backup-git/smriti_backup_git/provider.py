@@ -114,6 +114,9 @@ class GitBackup(BackupProvider):
         where = f"{self.shown_remote} ({self.user}/{SNAPSHOT} on branch {state.branch})"
         base = (state.branch, state.commit)
         if state.blob is None or state.blob == known:
+            if state.blob is None:
+                log.info("the git backup remote holds no snapshot of this user",
+                         where=where)  # fmt: skip
             return Fetched(where, state.blob, False, base)
         assert state.commit is not None
         self.git.run(["checkout", "--quiet", "--force", "-B", state.branch, state.commit])
