@@ -123,6 +123,7 @@ def _env(disk: Disk) -> dict[str, str]:
         BACKUP_TYPE="none",
         LOG_LEVEL="info",
         PYTHONUNBUFFERED="1",
+        HF_HUB_OFFLINE="1",  # no model download: it would fill the small disk
     )
     return env
 

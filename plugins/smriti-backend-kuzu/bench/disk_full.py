@@ -40,6 +40,7 @@ def _env(root: Path) -> dict[str, str]:
         CONSOLIDATION_INTERVAL="0",
         BACKUP_SYNC_INTERVAL="0",
         BACKUP_TYPE="none",
+        HF_HUB_OFFLINE="1",  # no model download: it would fill the small disk
     )
     return env
 

@@ -103,6 +103,8 @@ class KuzuBackend(
         self._conns_lock = threading.Lock()
         self._write_lock = threading.RLock()
         self._generation = 0
+        #: The generation (open database) whose extensions are loaded.
+        self._extensions = -1
         self._schema_epoch = 0
         self.engram_cache: VectorCache | None = None
         self.mirror: GraphMirror | None = None
@@ -167,8 +169,8 @@ class KuzuBackend(
 
     def _open_error(self, exc: Exception) -> BackendError:
         text = str(exc)
-        if durability.is_io_failure(exc) and not durability.has_room(
-            self.path, durability.STORE_RESERVE
+        if durability.is_io_failure(exc) and (
+            durability.is_full(exc) or not durability.has_room(self.path, durability.STORE_RESERVE)
         ):
             return durability.disk_full(self.path, "the store cannot be opened")
         if "lock" in text.lower():
@@ -279,7 +281,9 @@ class KuzuBackend(
         """The error for a failed Kùzu statement (StorageFullError on a full disk)."""
         if durability.is_io_failure(exc):
             self._kuzu_failed = True
-            if not durability.has_room(self.path, durability.STORE_RESERVE):
+            if durability.is_full(exc) or not durability.has_room(
+                self.path, durability.STORE_RESERVE
+            ):
                 return durability.disk_full(self.path, what)
         return BackendError(f"{what}: {exc}")
 
@@ -326,9 +330,14 @@ class KuzuBackend(
             if self._db is None:
                 raise BackendError(f"the Kùzu store {self.path} is not open")
             conn = self._driver.Connection(self._db)  # type: ignore[union-attr]
-            with self._kuzu_lock:  # LOAD is a write transaction in Kùzu
-                for extension in ("fts", "vector"):
-                    conn.execute(f"LOAD {extension}")
+            # Once per database: extensions are loaded database-wide, and each LOAD
+            # is a write transaction with a WAL record, which a full disk made fail
+            # (and Kùzu unsafe) in a read on a new thread.
+            with self._kuzu_lock:
+                if self._extensions != self._generation:
+                    for extension in ("fts", "vector"):
+                        conn.execute(f"LOAD {extension}")
+                    self._extensions = self._generation
             with self._conns_lock:
                 self._conns.append(conn)
             local.conn, local.generation, local.prepared = conn, self._generation, {}
@@ -373,7 +382,7 @@ class KuzuBackend(
         try:
             return self._exec(self._conn(), query, params).get_all()
         except RuntimeError as exc:
-            raise BackendError(f"Kùzu query failed on {self.path}: {exc}") from exc
+            raise self._kuzu_error(exc, f"Kùzu query failed on {self.path}") from exc
 
     def _by_offset(
         self, pattern: str, alias: str, returns: str, step: int = OFFSET_CHUNK

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from smriti.logs import get_logger
 from smriti.storage import batched
+from smriti_backend_kuzu import durability
 
 if TYPE_CHECKING:
     from smriti_backend_kuzu.backend import KuzuBackend as _Self
@@ -59,6 +60,8 @@ class CoOccursMixin(_Self):  # type: ignore[misc,valid-type]
             self.write_queued()  # queued memories count once written
             if not self._pending:
                 return 0
+            needed = self._pending * durability.FOLD_BYTES
+            self._check_room(needed, "the co-occurrence counts were not brought up to date")
             with self._errors(), self._write() as conn:
                 folded = self._fold(conn)
             self._pending = 0

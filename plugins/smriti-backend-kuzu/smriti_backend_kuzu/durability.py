@@ -54,10 +54,15 @@ CHECKPOINT_WAL_BYTES = 16 * MIB
 #: memory's checkpoint made a 5.6 MB file, the next ten's grew it by 9.1 MB, later ones
 #: by 3-4 times the WAL) and keeps the space even when the checkpoint fails.
 CHECKPOINT_ROOM = 16 * MIB
+#: Free space a co-occurrence fold needs per pending memory, beyond ``KUZU_RESERVE``
+#: (measured: folding 834 memories' rows grew the WAL by 3.1 MB and the file by 1 MB).
+FOLD_BYTES = 8 * 1024
 MANIFEST_SUFFIX = ".manifest.json"
 MANIFEST_VERSION = 1
 #: Kùzu's text for a failed read or write of its files.
 _IO_MARKERS = ("IO exception", "No space left", "Cannot write to file")
+#: The system's text for a full disk, quota or file-size limit.
+_FULL_MARKERS = ("No space left", "Disk quota exceeded", "File too large")
 #: Databases deliberately never closed (``abandon``): closing them would abort.
 _ABANDONED: list[Any] = []
 
@@ -110,6 +115,11 @@ def is_io_failure(exc: BaseException) -> bool:
     """Whether a Kùzu error is a failed read or write of its files."""
     text = str(exc)
     return any(marker in text for marker in _IO_MARKERS)
+
+
+def is_full(exc: BaseException) -> bool:
+    """Whether an error says the disk, a quota or the file-size limit is full."""
+    return any(marker in str(exc) for marker in _FULL_MARKERS)
 
 
 def abandon(database: Any) -> None:

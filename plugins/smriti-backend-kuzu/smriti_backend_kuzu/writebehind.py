@@ -216,9 +216,13 @@ class WriteBehindMixin(_Self):  # type: ignore[misc,valid-type]
             if not batch:
                 return
             kept = f"{len(batch)} stored memories wait in {self.journal_path.name}"
+            needed = 2 * sum(len(m.line) for m in batch)
+            # Without room for the fold too, it waits (the pending rows are durable).
+            folding = (self._pending + len(batch)) * durability.FOLD_BYTES
+            fold = durability.has_room(self.path, durability.KUZU_RESERVE + needed + folding)
             try:
-                self._check_room(2 * sum(len(m.line) for m in batch), kept)
-                folded = self._write_batch(self._conn(), batch, fold=True)
+                self._check_room(needed, kept)
+                folded = self._write_batch(self._conn(), batch, fold=fold)
             except BaseException as exc:
                 with self._queue_lock:
                     self._queued[:0] = batch
