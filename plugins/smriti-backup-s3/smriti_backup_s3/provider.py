@@ -24,6 +24,7 @@ releases) fall back to last-writer-wins.
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -78,7 +79,8 @@ class S3Backup(BackupProvider):
         super().__init__(settings, user)
         self.bucket = settings.s3_bucket
         self.prefix = f"{user}/"
-        self.endpoint = settings.s3_endpoint or "AWS S3"
+        # user info in an endpoint URL (``https://key:secret@host``) never reaches a message
+        self.endpoint = re.sub(r"//[^/@\s]+@", "//***@", settings.s3_endpoint or "AWS S3")
         self._client: Any = None
 
     # -- the contract ----------------------------------------------------------------

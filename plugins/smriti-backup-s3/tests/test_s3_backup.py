@@ -275,3 +275,12 @@ def test_unreachable_endpoint_message(tmp_path: Path, bucket: str) -> None:
         make_provider(tmp_path, url, bucket).push(
             write_snapshot(tmp_path / "snap", {SNAPSHOT: b"x\n"})
         )
+
+
+def test_user_info_in_the_endpoint_never_reaches_a_message(tmp_path: Path, bucket: str) -> None:
+    url = f"http://someone:hunter2@127.0.0.1:{free_port()}"
+    provider = make_provider(tmp_path, url, bucket)
+    assert "hunter2" not in provider.location()
+    with pytest.raises(BackupError) as info:
+        provider.restore(tmp_path / "restore")
+    assert "hunter2" not in str(info.value)
