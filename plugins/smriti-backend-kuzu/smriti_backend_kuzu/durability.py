@@ -105,9 +105,9 @@ def kuzu_failed(path: Path, what: str) -> StorageFullError:
     """The error for any write after Kùzu failed to write its files (``what`` is not
     done): its in-memory state is then ahead of its WAL, so it takes no more writes."""
     return StorageFullError(
-        f"disk full: {what}; Kùzu failed to write its files at {path.parent} and takes no "
-        "more writes in this process. Free space at that folder and restart smriti: every "
-        "memory stored so far is kept"
+        f"disk full: {what}; free space at {path.parent} and restart smriti (Kùzu failed "
+        "to write its files there and takes no more writes in this process). Every memory "
+        "stored so far is kept"
     )
 
 
@@ -118,8 +118,11 @@ def is_io_failure(exc: BaseException) -> bool:
 
 
 def is_full(exc: BaseException) -> bool:
-    """Whether an error says the disk, a quota or the file-size limit is full."""
-    return any(marker in str(exc) for marker in _FULL_MARKERS)
+    """Whether an error says the disk, a quota or the file-size limit is full (Kùzu
+    reports a short write as "Cannot write to file ... Error: Success")."""
+    text = str(exc)
+    short = "Cannot write to file" in text and "Error: Success" in text
+    return short or any(marker in text for marker in _FULL_MARKERS)
 
 
 def abandon(database: Any) -> None:
