@@ -57,10 +57,8 @@ class Engine:
         self._size = 0
         self._model_checked = False
         self.dirty = threading.Event()
-        #: Serialises backup pushes; set when a restore at open failed, so the next push
-        #: merges the remote snapshot in first (see ``snapshots``).
+        #: Serialises backup syncs (each fetches and merges the remote, then pushes).
         self.push_lock = threading.Lock()
-        self.restore_pending = False
         self.background = Background(self)
         self._helper: ThreadPoolExecutor | None = None
         self.is_open = False

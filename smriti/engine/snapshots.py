@@ -209,7 +209,6 @@ def restore_if_empty(engine: Engine) -> bool:
     try:
         return _restore(engine)
     except BackupError as exc:
-        engine.restore_pending = True
         log.error(
             "backup restore failed; serving the local store, the next sync retries the "
             "restore before pushing",
