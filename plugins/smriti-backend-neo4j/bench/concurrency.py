@@ -167,8 +167,11 @@ def preload(env: dict[str, str], count: int, seed: int) -> list[str]:
         engine.close()
 
 
-def run_process(env: dict[str, str], calls: list[Call], threads: int, victims: list[str]) -> Tally:
-    """One server process: one Engine, ``threads`` sessions draining ``calls``."""
+def run_process(
+    env: dict[str, str], calls: list[Call], threads: int, victims: list[str], think: float
+) -> Tally:
+    """One server process: one Engine, ``threads`` sessions draining ``calls``, each
+    pausing a random 0-2x ``think`` seconds after a call (0: back to back)."""
     tally = Tally()
     logging.getLogger("neo4j").addHandler(RetryLog(tally))
     capture_backend_retries(tally)
@@ -186,6 +189,8 @@ def run_process(env: dict[str, str], calls: list[Call], threads: int, victims: l
             except queue.Empty:
                 return
             run_call(engine, call, tally, pool, lock)
+            if think:
+                time.sleep(random.uniform(0, 2 * think))
 
     started = time.perf_counter()
     workers = [threading.Thread(target=session) for _ in range(threads)]
@@ -252,23 +257,36 @@ def worker_main(args: argparse.Namespace) -> dict[str, Any]:
     """One variant: preload a fresh user, run the workload, verify, summarise."""
     user = f"bench-{uuid.uuid4().hex[:8]}"
     env = settings_env(user, args.uri, args.password)
+    if args.wipe:
+        wipe(args)
     victims = preload(env, args.preload, args.seed)
     calls = workload(args.calls, args.seed)
     shares = [calls[i :: args.processes] for i in range(args.processes)]
     victim_shares = [victims[i :: args.processes] for i in range(args.processes)]
     threads = max(1, args.threads // args.processes)
     if args.processes == 1:
-        tallies = [run_process(env, shares[0], threads, victim_shares[0])]
+        tallies = [run_process(env, shares[0], threads, victim_shares[0], args.think)]
     else:
         with ProcessPoolExecutor(args.processes) as pool:
             futures = [
-                pool.submit(run_process, env, share, threads, vs)
+                pool.submit(run_process, env, share, threads, vs, args.think)
                 for share, vs in zip(shares, victim_shares, strict=True)
             ]
             tallies = [f.result() for f in futures]
     tally = merge(tallies)
     missing, lingering = verify(env, tally)
     return summarise(args, tally, missing, lingering, hot_nodes(args, tally))
+
+
+def wipe(args: argparse.Namespace) -> None:
+    """Delete every node and vector index, so each run starts from the same database."""
+    import neo4j
+
+    with neo4j.GraphDatabase.driver(args.uri, auth=("neo4j", args.password)) as driver:
+        with driver.session() as session:
+            session.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS").consume()
+        for record in driver.execute_query("SHOW VECTOR INDEXES YIELD name").records:
+            driver.execute_query(f"DROP INDEX `{record['name'].replace('`', '``')}` IF EXISTS")
 
 
 def merge(tallies: list[Tally]) -> Tally:
@@ -341,6 +359,7 @@ def summarise(
         "threads": args.threads,
         "processes": args.processes,
         "preload": args.preload,
+        "think_s": args.think,
         "ok_calls": calls,
         "failures": len(tally.failures),
         "failure_samples": tally.failures[:5],
@@ -368,6 +387,7 @@ def run_variant(
         sys.executable, __file__, "--worker", "--variant", variant, "--uri", args.uri,
         "--password", args.password, "--calls", str(args.calls), "--threads", str(args.threads),
         "--processes", str(processes), "--preload", str(args.preload), "--seed", str(args.seed),
+        "--think", str(args.think), *(["--wipe"] if args.wipe else []),
     ]  # fmt: skip
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -400,13 +420,15 @@ def start_server() -> tuple[Any, str, str]:
     )
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
-    server = module.start(Path(tempfile.mkdtemp(prefix="smriti-neo4j-bench-")))
+    home = Path(tempfile.mkdtemp(prefix="smriti-neo4j-bench-"))
+    server = module.start(home, quick_jit=False)  # full JIT, as a production server runs
     return server, server.uri, server.password
 
 
 COLUMNS = (
-    ("variant", "variant"), ("processes", "proc"), ("failures", "failures"),
+    ("variant", "variant"), ("processes", "proc"), ("think_s", "think s"), ("failures", "failures"),
     ("retries", "retries"), ("missing_stores", "missing"), ("lingering_forgets", "lingering"),
     ("store_p50_ms", "store p50"), ("store_p99_ms", "store p99"),
     ("recall_p50_ms", "recall p50"), ("recall_p99_ms", "recall p99"),
@@ -430,6 +452,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--processes", default="1", help="comma-separated: one run per value")
     parser.add_argument("--preload", type=int, default=120)
     parser.add_argument("--seed", type=int, default=17)
+    parser.add_argument(
+        "--think",
+        type=float,
+        default=0.0,
+        help="mean seconds a session pauses between calls (default 0)",
+    )
+    parser.add_argument(
+        "--wipe",
+        action="store_true",
+        help="empty the database before each run (implied by --start-server)",
+    )
     parser.add_argument("--compare", metavar="REV", help="also run the backend at git REV")
     parser.add_argument("--start-server", action="store_true")
     parser.add_argument("--uri", default=os.environ.get("NEO4J_URI", ""))
@@ -444,6 +477,7 @@ def main(argv: list[str] | None = None) -> int:
     server = None
     if args.start_server:
         server, args.uri, args.password = start_server()
+        args.wipe = True
     if not args.uri:
         parser.error("give --uri (or NEO4J_URI), or --start-server")
     try:
