@@ -397,10 +397,9 @@ class Neo4jBackend(StorageBackend):
 
         def work(tx: Transaction) -> dict[str, dict[str, Any]]:
             stored = {r["key"]: r["cue"] for r in tx.run(q.STORE_ENGRAM_AND_CUES, params)}
-            ids = [stored[c["key"]]["id"] for c in cue_rows]
-            pairs = [[a, b] for a, b in itertools.permutations(ids, 2)]
-            if pairs:
-                tx.run(q.BUMP_COOCCURS, user=self.user, pairs=pairs).consume()
+            if len(cue_rows) > 1:
+                ids = [stored[c["key"]]["id"] for c in cue_rows]
+                tx.run(q.BUMP_COOCCURS, user=self.user, ids=ids).consume()
             if assoc_rows:
                 tx.run(q.LOCK_ENGRAMS, user=self.user, ids=targets).consume()
                 tx.run(q.MERGE_ASSOCIATIONS, user=self.user, rows=assoc_rows).consume()

@@ -99,11 +99,15 @@ RETURN k {.id, .name, .cue_type, .embedding_f32,
   embedding: CASE WHEN k.embedding_f32 IS NULL THEN k.embedding END} AS cue
 ORDER BY k.key
 """
-# $pairs are sorted, and this transaction already holds both cues of every pair.
+# $ids sorted by cue key: every ordered pair of these cues, in that order (this
+# transaction already holds all of them), found with one index seek per cue.
 BUMP_COOCCURS = """
-UNWIND $pairs AS p
-MATCH (a:Cue {user: $user, id: p[0]})
-MATCH (b:Cue {user: $user, id: p[1]})
+UNWIND $ids AS id
+MATCH (k:Cue {user: $user, id: id})
+WITH collect(k) AS cues
+UNWIND cues AS a
+UNWIND cues AS b
+WITH a, b WHERE a <> b
 MERGE (a)-[r:CoOccurs]->(b)
   ON CREATE SET r.strength = 1.0
   ON MATCH SET r.strength = r.strength + 1.0
