@@ -68,13 +68,13 @@ class Disk:
             return
         stat = os.statvfs(self.root)
         room = stat.f_bavail * stat.f_frsize - leave
-        with self.filler.open("ab") as out:
+        with self.filler.open("ab", buffering=0) as out:  # unbuffered: close cannot fail
             try:
                 while room > 0:
-                    chunk = min(room, 2**20)
-                    out.write(b"\0" * chunk)
-                    out.flush()
-                    room -= chunk
+                    written = out.write(b"\0" * min(room, 2**20))
+                    if not written:
+                        break
+                    room -= written
             except OSError:  # full already
                 pass
 

@@ -46,13 +46,13 @@ def _env(root: Path) -> dict[str, str]:
 
 
 def _fill(root: Path) -> None:
-    with (root / "filler").open("ab") as out:
-        try:
-            while True:
-                out.write(b"\0" * 2**16)
-                out.flush()
-        except OSError:
-            pass
+    with (root / "filler").open("ab", buffering=0) as out:
+        for size in (2**16, 2**12, 1):  # down to the last byte
+            try:
+                while out.write(b"\0" * size):
+                    pass
+            except OSError:
+                pass
 
 
 async def _serve(root: Path, filler: bool, log: Path) -> dict[str, Any]:
