@@ -72,7 +72,7 @@ def load_driver() -> ModuleType:
     try:
         return importlib.import_module("real_ladybug")
     except ImportError:
-        raise BackendError("the Kùzu driver is not installed: pip install 'smriti[kuzu]'") from None
+        raise BackendError("the Kùzu driver is not installed: pip install smriti-server") from None
 
 
 class KuzuBackend(
