@@ -16,6 +16,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 from smriti_backend_neo4j.backend import Neo4jBackend
@@ -175,3 +176,36 @@ def _assert_cooccurrence_counts_exact(backend: Neo4jBackend, cues: dict[str, lis
         want.update(itertools.permutations(ids, 2))
     got = {(c.source_id, c.target_id): c.strength for c in backend.iter_cooccurrences()}
     assert got == {pair: float(n) for pair, n in want.items()}
+
+
+def test_a_deadlock_is_retried_after_a_short_pause(
+    make_backend: Callable[..., Neo4jBackend],
+) -> None:
+    """Two transactions lock two engrams in opposite orders (which the backend's own
+    writes never do): the server aborts one, and ``_transaction`` runs it again."""
+    build = GraphBuilder(8)
+    backend = make_backend("dora")
+    for i in (1, 2):
+        backend.add_memory(build.engram(i), [], [])
+    both_hold_one = threading.Barrier(2)
+    attempts: Counter[str] = Counter()
+
+    def locking(first: str, second: str) -> Callable[[Any], str]:
+        def work(tx: Any) -> str:
+            attempts[first] += 1
+            lock = "MATCH (e:Engram {user: 'dora', id: $id}) SET e.importance = 0.25"
+            tx.run(lock, id=first).consume()
+            if attempts[first] == 1:
+                both_hold_one.wait(timeout=30)
+            tx.run(lock, id=second).consume()
+            return first
+
+        return work
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        done = [pool.submit(backend._transaction, locking(a, b))
+                for a, b in (("e00001", "e00002"), ("e00002", "e00001"))]  # fmt: skip
+        assert sorted(f.result(timeout=60) for f in done) == ["e00001", "e00002"]
+    assert backend.retries[DEADLOCK] == 1
+    assert sorted(attempts.values()) == [1, 2]
+    assert {e.importance for e in backend.get_engrams(["e00001", "e00002"])} == {0.25}
