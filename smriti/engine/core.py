@@ -242,7 +242,7 @@ class Engine:
         )
         if self.settings.embedder == "auto":
             for cls in self.registry.unique("embedder"):
-                if cls is type(self.configured_embedder):
+                if cls.name == self.configured_embedder.name:  # the one that differs
                     continue
                 other = cls.from_settings(self.settings)
                 if other is not None and other.model_id == stored:
