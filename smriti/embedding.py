@@ -38,9 +38,11 @@ class Embedder(ABC):
     @property
     @abstractmethod
     def model_id(self) -> str:
-        """A stable identifier of the vector space (provider/model/dims).
+        """A stable identifier of the vector space: ``<name>:<model...>:<dims>``.
 
-        Vectors from embedders with different ids must never be mixed in one store.
+        It begins with the embedder's ``name`` and a colon, so the engine can tell which
+        embedder made a store. Vectors from embedders with different ids must never be
+        mixed in one store.
         """
 
     @property

@@ -241,9 +241,10 @@ class Engine:
             "the previous embedding settings"
         )
         if self.settings.embedder == "auto":
+            maker = stored.split(":", 1)[0]  # a model id begins with its embedder's name
             for cls in self.registry.unique("embedder"):
-                if cls.name == self.configured_embedder.name:  # the one that differs
-                    continue
+                if cls.name != maker or cls.name == self.configured_embedder.name:
+                    continue  # building another embedder may start a model download
                 other = cls.from_settings(self.settings)
                 if other is not None and other.model_id == stored:
                     log.warning(
