@@ -87,7 +87,10 @@ Read by the plugin loader and by individual plugins, not by `Settings`:
 | `SMRITI_KUZU_CACHE_MB` | 2048 | Kùzu backend: in-process vector cache budget. |
 | `SMRITI_KUZU_BUFFER_MB` | 0 | Kùzu page buffer pool; 0: Kùzu's default, else at least 64. |
 | `SMRITI_GIT_TIMEOUT` | 120 | Git backup: seconds per git command (1..3600). |
+| `SMRITI_GIT_BRANCH` | unset | Git backup: branch to push to and restore from. |
 | `SMRITI_LOCAL_THREADS` | CPU count (capped) | Local embedder: onnxruntime threads (1..256). |
+| `SMRITI_LOCAL_LOAD_TIMEOUT` | 300 | Local embedder: seconds a call waits for the model. |
+| `SMRITI_MODEL_SPEC` | unset | Local embedder: JSON file pinning another model. |
 """
 
 HEADER = """\
