@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 REDRAW_SECONDS = 0.2
@@ -83,3 +84,16 @@ class Progress:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: What long operations accept as ``progress``: None (a line only on a terminal), a
+#: bool (always / never), or a factory ``(label, total) -> Progress`` (the owner
+#: process passes one that relays the progress to the client that asked).
+ProgressArg = bool | None | Callable[[str, int | None], Progress]
+
+
+def progress_bar(progress: ProgressArg, label: str, total: int | None = None) -> Progress:
+    """The Progress for ``progress`` as long operations accept it."""
+    if callable(progress):
+        return progress(label, total)
+    return Progress(label, total, enabled=progress)

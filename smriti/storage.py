@@ -70,6 +70,10 @@ class StorageBackend(ABC):
     #: True when several users share one database and are separated by a property.
     #: Backends whose isolation is configurable may set it per instance.
     multi_tenant: bool = False
+    #: True when only one process at a time can open a store (an embedded database
+    #: holding a file lock). Every Smriti process of the user then reaches the store
+    #: through one owner process (``smriti.owner``) unless ``SMRITI_OWNER=off``.
+    single_process: ClassVar[bool] = False
 
     def __init__(self, user: str) -> None:
         self.user = user
@@ -98,6 +102,13 @@ class StorageBackend(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def needs_reopen(self) -> bool:
+        """True when the open store has become unusable in this process and opening it
+        again now would help: an embedded database whose writes failed on a full disk
+        that has room again. A Smriti owner process then makes way for a fresh one,
+        which its clients reach without an error."""
+        return False
 
     # -- metadata ----------------------------------------------------------------------
     @abstractmethod

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from pathlib import Path
 
 from smriti.errors import ConfigError, InvalidInput
@@ -140,6 +141,13 @@ def memory_id(value: object) -> str:
     if len(text) > MAX_ID_CHARS or "\x00" in text:
         raise InvalidInput(f"memory_id {text[:20]!r}... is not a valid memory id")
     return text
+
+
+def new_memory_id(value: object) -> str:
+    """A caller-chosen id for a new memory: 32 lower-case hex digits, like ``new_id``."""
+    if not isinstance(value, str) or not re.fullmatch(r"[0-9a-f]{32}", value):
+        raise InvalidInput(f"memory_id {str(value)[:40]!r} is not 32 lower-case hex digits")
+    return value
 
 
 def input_file(value: str | os.PathLike[str]) -> Path:

@@ -136,10 +136,18 @@ class Engine:
 
     # -- operations --------------------------------------------------------------------
     def store(
-        self, content: object, importance: object = 0.5, tags: object = None, source: object = None
+        self,
+        content: object,
+        importance: object = 0.5,
+        tags: object = None,
+        source: object = None,
+        memory_id: object = None,
     ) -> StoreOutcome:
-        """Remember ``content``; raises InvalidInput for bad arguments."""
-        return store(self, content, importance, tags, source)
+        """Remember ``content``; raises InvalidInput for bad arguments.
+
+        ``memory_id`` makes a repeated store idempotent (see ``smriti.engine.store``).
+        """
+        return store(self, content, importance, tags, source, memory_id)
 
     def recall(
         self,

@@ -73,12 +73,23 @@ def store(
     importance: object = 0.5,
     tags: object = None,
     source: object = None,
+    memory_id: object = None,
 ) -> StoreOutcome:
-    """Validate, then remember ``content``; a failure leaves nothing stored."""
+    """Validate, then remember ``content``; a failure leaves nothing stored.
+
+    ``memory_id`` (optional) is the id the new memory gets. A store repeated with the
+    same id (a client sending its request again after the owner process died before
+    answering) finds the memory already there and returns it instead of storing it
+    twice; the id is checked before anything is written, and the memory is written
+    atomically, so either the first attempt is seen whole or the second one stores it.
+    """
     text = validation.content(content, engine.settings.max_content_chars)
     weight = validation.importance(importance)
     tag_list = validation.tags(tags)
     origin = validation.source(source)
+    chosen_id = new_id() if memory_id is None else validation.new_memory_id(memory_id)
+    if memory_id is not None and (existing := stored_outcome(engine, chosen_id)) is not None:
+        return existing
 
     extraction = engine.extractor.extract(text)
     refs = clean_cues(extraction.cues, tag_list)
@@ -87,7 +98,7 @@ def store(
     now = utcnow()
     memory_type = extraction.memory_type if extraction.memory_type in MEMORY_TYPES else "semantic"
     engram = Engram(
-        id=new_id(),
+        id=chosen_id,
         content=text,
         summary=(extraction.summary or text).strip()[:1000],
         memory_type=memory_type,
@@ -109,6 +120,19 @@ def store(
     stored = engine.backend.add_memory_with_search(engram, cues, search)
     engine.after_write(stored.cues)
     return StoreOutcome(stored.engram, stored.cues, stored.associations)
+
+
+def stored_outcome(engine: Engine, memory_id: str) -> StoreOutcome | None:
+    """The outcome of an earlier store of ``memory_id``, or None if it is not stored."""
+    found = engine.backend.get_engrams([memory_id])
+    if not found:
+        return None
+    cue_ids = {link.cue_id for link in engine.backend.cues_of([memory_id])}
+    # Rare (a retried request), so a scan beats a lookup every backend would need.
+    cues = [c for c in engine.backend.iter_cues() if c.id in cue_ids] if cue_ids else []
+    edges = engine.backend.associations_of([memory_id], engine.settings.association_top_k)
+    outgoing = sum(1 for a in edges if a.source_id == memory_id)
+    return StoreOutcome(found[0], cues, outgoing)
 
 
 def embed_memory(engine: Engine, text: str, refs: list[CueRef]) -> tuple[np.ndarray, list[Cue]]:

@@ -35,7 +35,7 @@ from smriti.portable.format import (
     source_of,
     ts,
 )
-from smriti.progress import Progress
+from smriti.progress import Progress, ProgressArg, progress_bar
 
 if TYPE_CHECKING:
     from smriti.embedding import Embedder
@@ -48,7 +48,7 @@ log = get_logger(__name__)
 def export_store(
     source: Engine | StorageBackend,
     path: str | os.PathLike[str],
-    progress: bool | None = None,
+    progress: ProgressArg = None,
     *,
     vectors: str = "base64",
 ) -> ExportReport:
@@ -78,7 +78,7 @@ def export_store(
     try:
         with (
             open_text(partial, "w", gzipped=target.suffix == ".gz") as out,
-            Progress("export", sum(header["counts"].values()), enabled=progress) as bar,
+            progress_bar(progress, "export", sum(header["counts"].values())) as bar,
         ):
             out.write(dumps(header))
             body = _DigestingWriter(out)

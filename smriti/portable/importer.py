@@ -30,7 +30,7 @@ from smriti.portable.format import (
     source_of,
 )
 from smriti.portable.tombstones import Tombstone
-from smriti.progress import Progress
+from smriti.progress import Progress, ProgressArg, progress_bar
 
 if TYPE_CHECKING:
     from smriti.embedding import Embedder
@@ -91,7 +91,7 @@ def read_trailer(path: str | os.PathLike[str]) -> dict[str, Any]:
 def import_store(
     target: Engine | StorageBackend,
     path: str | os.PathLike[str],
-    progress: bool | None = None,
+    progress: ProgressArg = None,
     *,
     merge: bool = False,
 ) -> ImportReport:
@@ -132,7 +132,7 @@ def import_store(
     loader.stones = tombstones.load(backend)
     dims = None if re_embed else header.get("dims")
     total = sum(int(v) for v in trailer.get("counts", {}).values())
-    with open_text(file, "r") as f, Progress("import", total, enabled=progress) as bar:
+    with open_text(file, "r") as f, progress_bar(progress, "import", total) as bar:
         loader.bar = bar
         f.readline()
         digest = LineDigest()

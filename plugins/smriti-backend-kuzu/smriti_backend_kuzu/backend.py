@@ -84,6 +84,8 @@ class KuzuBackend(
     aliases: ClassVar[tuple[str, ...]] = ("ladybug",)
     description: ClassVar[str] = "Kùzu embedded graph database, one store per user"
     multi_tenant: ClassVar[bool] = False
+    #: Kùzu locks its database file: one process per store (the others use the owner).
+    single_process: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -230,6 +232,17 @@ class KuzuBackend(
                 self._worker.shutdown(wait=True)
                 self._worker = None
         self._stop_strengthening()
+
+    def needs_reopen(self) -> bool:
+        """After Kùzu failed to write its files it takes no more writes in this process;
+        once the disk has room for the replay and a checkpoint, a new open recovers
+        (the WAL and the journal are replayed)."""
+        if not self._kuzu_failed:
+            return False
+        wal = self.path.with_name(self.path.name + ".wal")
+        wal_bytes = wal.stat().st_size if wal.exists() else 0
+        needed = durability.checkpoint_room(wal_bytes) + durability.STORE_RESERVE
+        return durability.has_room(self.path, needed)
 
     def _final_checkpoint(self) -> None:
         """At close: checkpoint if there is room, else tell Kùzu not to try (the WAL and

@@ -1,0 +1,185 @@
+"""The operations a Smriti process asks of a memory, by name, with JSON arguments.
+
+The same table serves a process that opened the engine itself (``LocalService``) and
+the owner process answering others over its socket, so both give the same answers.
+Each operation takes the engine, its arguments and a progress factory, and returns a
+JSON-ready dict (the tool-facing shapes of ``smriti.mcp_server``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from contextlib import nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from smriti.errors import InvalidInput, NotFound
+from smriti.progress import ProgressArg
+
+if TYPE_CHECKING:
+    from smriti.engine import Engine
+
+Op = Callable[["Engine", Mapping[str, Any], ProgressArg], dict[str, Any]]
+
+#: Operations whose repetition changes nothing a user could tell (reads, a backup
+#: push that merges, an export that rewrites its file, a store with its id fixed by
+#: the client): sent again on a new owner when the old one died before answering.
+REPEATABLE = frozenset({"recall", "stats", "sync", "export", "hash", "store", "forget"})
+
+
+class _Claims:
+    """Ids of stores being run, so that a repeated request waits for the first one
+    instead of racing it (the check-then-write of ``store`` is not atomic)."""
+
+    def __init__(self) -> None:
+        self._busy: set[str] = set()
+        self._cond = threading.Condition()
+
+    def __call__(self, key: str) -> _Claim:
+        return _Claim(self, key)
+
+
+class _Claim:
+    def __init__(self, claims: _Claims, key: str) -> None:
+        self.claims, self.key = claims, key
+
+    def __enter__(self) -> None:
+        with self.claims._cond:
+            while self.key in self.claims._busy:
+                self.claims._cond.wait()
+            self.claims._busy.add(self.key)
+
+    def __exit__(self, *exc: object) -> None:
+        with self.claims._cond:
+            self.claims._busy.discard(self.key)
+            self.claims._cond.notify_all()
+
+
+_claims = _Claims()
+
+
+def run(engine: Engine, op: str, args: Mapping[str, Any], progress: ProgressArg = None) -> Any:
+    """Run operation ``op``; InvalidInput for an unknown one."""
+    fn = OPS.get(op)
+    if fn is None:
+        raise InvalidInput(f"unknown operation {op!r}")
+    return fn(engine, args, progress)
+
+
+def _store(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+    memory_id = args.get("memory_id")
+    with _claims(str(memory_id)) if memory_id else nullcontext():
+        outcome = engine.store(
+            args.get("content"),
+            importance=args.get("importance", 0.5),
+            tags=args.get("tags"),
+            source=args.get("source"),
+            memory_id=memory_id,
+        )
+    return outcome.to_dict()
+
+
+def _recall(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+    results = engine.recall(
+        args.get("query"),
+        limit=args.get("limit", 5),
+        mode=args.get("mode", "recall"),
+        memory_type=args.get("memory_type"),
+    )
+    return {
+        "results": [r.to_dict() for r in results],
+        "degraded": bool(getattr(results, "degraded", False)),
+        "warning": str(getattr(results, "warning", "") or ""),
+    }
+
+
+def _forget(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+    key = args.get("memory_id")
+    try:
+        engram = engine.forget(key)
+    except NotFound:
+        if args.get("repeated") and _tombstoned(engine, key):
+            raise NotFound(
+                f"memory {key} is forgotten, but the Smriti owner process stopped before "
+                "it could say so; nothing else was changed"
+            ) from None
+        raise
+    created = engram.created_at
+    return {
+        "id": engram.id,
+        "summary": engram.summary,
+        "memory_type": engram.memory_type,
+        "created_at": created.isoformat(),
+    }
+
+
+def _tombstoned(engine: Engine, key: object) -> bool:
+    from smriti.portable import tombstones
+
+    return isinstance(key, str) and key.strip() in tombstones.load(engine.backend)
+
+
+def _consolidate(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+    return engine.consolidate().to_dict()
+
+
+def _sync(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+    return engine.sync().to_dict()
+
+
+def _stats(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+    return engine.stats()
+
+
+def _export(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+    from smriti.portable import export_store
+
+    path = Path(str(args["path"]))
+    vectors = str(args.get("vectors", "base64"))
+    return export_store(engine, path, progress, vectors=vectors).to_dict()
+
+
+def _import(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+    from smriti.portable import import_store
+
+    path = Path(str(args["path"]))
+    return import_store(engine, path, progress, merge=bool(args.get("merge"))).to_dict()
+
+
+def _hash(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+    from smriti.portable import canonical_hash
+
+    return {
+        "user": engine.user,
+        "canonical_hash": canonical_hash(engine),
+        **engine.backend.counts(),
+    }
+
+
+def _reembed(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+    from smriti.engine.reembed import reembed
+    from smriti.progress import progress_bar
+
+    with progress_bar(progress, "re-embedding") as bar:
+        report = reembed(
+            engine,
+            batch_size=int(args.get("batch_size", 256)),
+            force=bool(args.get("force")),
+            progress=bar,
+        )
+    return report.to_dict()
+
+
+OPS: dict[str, Op] = {
+    "store": _store,
+    "recall": _recall,
+    "forget": _forget,
+    "consolidate": _consolidate,
+    "sync": _sync,
+    "stats": _stats,
+    "export": _export,
+    "import": _import,
+    "hash": _hash,
+    "reembed": _reembed,
+}
