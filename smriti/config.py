@@ -283,6 +283,12 @@ class Settings:
     max_recall_limit: int = field(
         default=100, metadata={"env": "SMRITI_MAX_RECALL_LIMIT", "parse": _int(1, 10_000)}
     )
+    owner: str = field(
+        default="auto", metadata={"env": "SMRITI_OWNER", "parse": _choice("auto", "off")}
+    )
+    owner_idle: int = field(
+        default=300, metadata={"env": "SMRITI_OWNER_IDLE", "parse": _int(0, 10**7)}
+    )
     log_level: str = field(
         default="info", metadata={"env": "LOG_LEVEL", "parse": _choice(*_LOG_LEVELS)}
     )

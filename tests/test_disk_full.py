@@ -246,6 +246,8 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for i in range(3):
         done = _cli(disk, "store", f"memory number {i} about lighthouses")
         assert done.returncode == 0, done.stderr
+    stopped = _cli(disk, "owner", "stop")  # closed: its owner process has let go
+    assert stopped.returncode == 0, stopped.stderr
     return disk.root / "store"
 
 

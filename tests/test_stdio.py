@@ -141,7 +141,7 @@ def test_stdout_is_only_protocol_and_eof_exits_zero(tmp_path: Path) -> None:
     assert by_id[2]["result"]["structuredContent"]["summary"]
     assert len(by_id[3]["result"]["tools"]) == 3
     text = stderr.decode()
-    assert "memory opened" in text and "stdin closed" in text and "Traceback" not in text
+    assert "serving" in text and "stdin closed" in text and "Traceback" not in text
 
 
 def test_immediate_eof_exits_zero(tmp_path: Path) -> None:

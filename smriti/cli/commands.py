@@ -1,7 +1,8 @@
 """The ``smriti`` subcommands. Each takes the parsed arguments and returns an exit code.
 
-Data commands open the engine for the configured user, do one thing and close it (a
-final backup sync happens on close when a backup provider is configured).
+Data commands reach the configured user's memory (through the store's owner process
+when it has one, see ``smriti.owner``), do one thing and leave; a command that changed
+something pushes a backup at the end when a backup provider is configured.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from smriti.cli import output
 
 if TYPE_CHECKING:
     from smriti.config import Settings
-    from smriti.engine import Engine
+    from smriti.owner.service import Service
 
 
 def load_settings(args: argparse.Namespace) -> Settings:
@@ -44,20 +45,19 @@ def _cli_log_level(args: argparse.Namespace, settings: Settings) -> str:
 
 
 @contextmanager
-def open_engine(args: argparse.Namespace) -> Iterator[Engine]:
-    """The configured user's engine, opened for the duration of one command."""
+def open_memory(args: argparse.Namespace, command: str) -> Iterator[Service]:
+    """The configured user's memory for the duration of one command: through the
+    store's owner process when it has one (another process may be using the store),
+    else opened here. A command that changed something pushes a backup at the end when
+    one is configured, as the engine's close does."""
     from smriti.logs import configure_logging
 
     settings = load_settings(args)
     configure_logging(_cli_log_level(args, settings))
-    from smriti import validation
-    from smriti.engine import Engine
+    from smriti.owner.service import open_service
 
-    validation.storage_dirs(settings.storage_location, settings.user_dir())
-
-    engine = Engine.from_settings(settings)
-    with engine:
-        yield engine
+    with open_service(settings, f"cli {command}") as service:
+        yield service
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -71,23 +71,23 @@ def serve(args: argparse.Namespace) -> int:
 def store(args: argparse.Namespace) -> int:
     """Store CONTENT ('-' reads it from stdin)."""
     content = sys.stdin.read() if args.content == "-" else args.content
-    with open_engine(args) as engine:
-        outcome = engine.store(
+    with open_memory(args, "store") as memory:
+        data = memory.store(
             content, importance=args.importance, tags=args.tags, source=args.source or None
         )
-        data = outcome.to_dict()
+        _push_backup(memory)
     output.emit(data, args.json, output.format_stored)
     return 0
 
 
 def recall(args: argparse.Namespace) -> int:
     """Recall memories for QUERY (none: the most recently used)."""
-    with open_engine(args) as engine:
-        results = engine.recall(
+    with open_memory(args, "recall") as memory:
+        found = memory.recall(
             args.query or None, limit=args.limit, mode=args.mode, memory_type=args.memory_type
         )
     mode = args.mode if args.query.strip() else "list"
-    data = output.recall_data(args.query, mode, results)
+    data = output.recall_data(args.query, mode, found)
     if data.get("warning") and not args.json:
         print(f"smriti: warning: {data['warning']}", file=sys.stderr)
     output.emit(data, args.json, output.format_recall)
@@ -96,40 +96,49 @@ def recall(args: argparse.Namespace) -> int:
 
 def forget(args: argparse.Namespace) -> int:
     """Delete the memory with ID (an unknown id is an error)."""
-    with open_engine(args) as engine:
-        engram = engine.forget(args.memory_id)
-    data = {
-        "id": engram.id,
-        "summary": engram.summary,
-        "memory_type": engram.memory_type,
-        "created_at": engram.created_at.isoformat(),
-    }
+    with open_memory(args, "forget") as memory:
+        data = memory.forget(args.memory_id)
+        _push_backup(memory)
     output.emit(data, args.json, lambda d: f"forgot {d['id']}: {output.snippet(d['summary'])}")
     return 0
 
 
 def consolidate(args: argparse.Namespace) -> int:
     """Run consolidation now."""
-    with open_engine(args) as engine:
-        data = engine.consolidate().to_dict()
+    with open_memory(args, "consolidate") as memory:
+        data = memory.consolidate()
     output.emit(data, args.json, output.format_mapping)
     return 0
 
 
 def stats(args: argparse.Namespace) -> int:
     """Counts and components in use."""
-    with open_engine(args) as engine:
-        data = engine.stats()
+    with open_memory(args, "stats") as memory:
+        data = memory.stats()
     output.emit(data, args.json, output.format_mapping)
     return 0
 
 
 def sync(args: argparse.Namespace) -> int:
     """Push a backup now."""
-    with open_engine(args) as engine:
-        data = engine.sync().to_dict()
+    with open_memory(args, "sync") as memory:
+        data = memory.sync()
     output.emit(data, args.json, output.format_sync)
     return 0
+
+
+def _push_backup(memory: Service) -> None:
+    """After a change through an owner, push the backup now (an engine opened here does
+    it when it closes), so a one-shot command leaves the remote as up to date as before."""
+    if not memory.remote or memory.settings.backup_type == "none":
+        return
+    from smriti.errors import SmritiError
+    from smriti.logs import get_logger
+
+    try:
+        memory.sync()
+    except SmritiError as exc:  # the change is stored; the owner pushes again later
+        get_logger(__name__).error("backup push failed", error=str(exc))
 
 
 def plugins(args: argparse.Namespace) -> int:

@@ -68,20 +68,21 @@ def format_stored(data: Mapping[str, Any]) -> str:
     return format_mapping(lines)
 
 
-def recall_data(query: str, mode: str, results: Sequence[Any]) -> dict[str, Any]:
+def recall_data(query: str, mode: str, found: Mapping[str, Any]) -> dict[str, Any]:
     """The ``recall --json`` document: the MCP tool's fields, ``degraded`` and ``warning``.
 
-    In list mode ``score`` is null: the order is by last access, and the recency number
-    behind it says nothing a reader can use.
+    ``found`` is what the recall operation returns. In list mode ``score`` is null: the
+    order is by last access, and the recency number behind it says nothing a reader
+    can use.
     """
-    items = [r.to_dict() for r in results]
+    items = [dict(r) for r in found["results"]]
     if mode == "list":
         for item in items:
             item["score"] = None
     data: dict[str, Any] = {"query": query, "mode": mode, "count": len(items), "results": items}
-    data["degraded"] = bool(getattr(results, "degraded", False))
+    data["degraded"] = bool(found.get("degraded"))
     if data["degraded"]:
-        data["warning"] = str(getattr(results, "warning", ""))
+        data["warning"] = str(found.get("warning", ""))
     return data
 
 

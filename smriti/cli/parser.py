@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 import math
 
-from smriti.cli import commands, doctor_command, portable_commands, reembed_command
+from smriti.cli import (
+    commands,
+    doctor_command,
+    owner_command,
+    portable_commands,
+    reembed_command,
+)
 
 DESCRIPTION = """\
 Smriti: graph-based, human-like memory for LLM agents, served over MCP.
@@ -96,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     portable_commands.add_parsers(sub, common)
     doctor_command.add_parser(sub, common)
     reembed_command.add_parser(sub, common)
+    owner_command.add_parser(sub, common)
     return parser
 
 

@@ -13,43 +13,37 @@ import argparse
 from typing import Any
 
 from smriti.cli import output
-from smriti.cli.commands import open_engine
+from smriti.cli.commands import open_memory
 
 
 def export(args: argparse.Namespace) -> int:
     """Write the user's memory to PATH."""
     from smriti import validation
-    from smriti.portable import export_store
 
     path = validation.output_file(args.path)  # before the store is opened
-    with open_engine(args) as engine:
-        report = export_store(engine, path, vectors="list" if args.float_lists else "base64")
-    output.emit(report.to_dict(), args.json, _format_export)
+    vectors = "list" if args.float_lists else "base64"
+    with open_memory(args, "export") as memory:
+        # An absolute path: the owner process may run in another directory.
+        report = memory.call("export", {"path": str(path.resolve()), "vectors": vectors})
+    output.emit(report, args.json, _format_export)
     return 0
 
 
 def import_(args: argparse.Namespace) -> int:
     """Load PATH into the user's store."""
     from smriti import validation
-    from smriti.portable import import_store
 
     path = validation.input_file(args.path)  # before the store is opened
-    with open_engine(args) as engine:
-        report = import_store(engine, path, merge=args.merge)
-    output.emit(report.to_dict(), args.json, _format_import)
+    with open_memory(args, "import") as memory:
+        report = memory.call("import", {"path": str(path.resolve()), "merge": args.merge})
+    output.emit(report, args.json, _format_import)
     return 0
 
 
 def hash_(args: argparse.Namespace) -> int:
     """Print the canonical hash of the user's store."""
-    from smriti.portable import canonical_hash
-
-    with open_engine(args) as engine:
-        data = {
-            "user": engine.user,
-            "canonical_hash": canonical_hash(engine),
-            **engine.backend.counts(),
-        }
+    with open_memory(args, "hash") as memory:
+        data = memory.call("hash", {})
     output.emit(data, args.json, lambda d: d["canonical_hash"])
     return 0
 

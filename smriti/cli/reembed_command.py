@@ -2,9 +2,9 @@
 
 Typical use: the store was made with the built-in lexical embedder (no API key, the
 local model not yet downloaded); once the local model is available, ``smriti reembed``
-embeds every memory and cue again with it. Stop a server using the same store first
-(an embedded database such as Kùzu admits one writing process). A progress line is
-drawn on stderr when it is a terminal.
+embeds every memory and cue again with it, in the store's owner process when it has one
+(servers using the store keep working). A progress line is drawn on stderr when it is a
+terminal.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import argparse
 from typing import Any
 
 from smriti.cli import output
-from smriti.cli.commands import open_engine
+from smriti.cli.commands import open_memory
 
 
 def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -35,12 +35,9 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
 
 def reembed_command(args: argparse.Namespace) -> int:
     """Re-embed the store; print what was done."""
-    from smriti.engine.reembed import reembed
-    from smriti.progress import Progress
-
-    with open_engine(args) as engine, Progress("re-embedding") as progress:
-        report = reembed(engine, batch_size=args.batch_size, force=args.force, progress=progress)
-    output.emit(report.to_dict(), args.json, _format)
+    with open_memory(args, "reembed") as memory:
+        report = memory.call("reembed", {"batch_size": args.batch_size, "force": args.force})
+    output.emit(report, args.json, _format)
     return 0
 
 

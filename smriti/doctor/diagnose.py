@@ -78,7 +78,13 @@ def _backend(
     checks = [cc.backend_check(registry, report, settings)]
     backend = choose_backend(registry, settings, settings.accessing_user)
     path = cc.store_path(backend)
-    if path is not None:
+    if path is not None and getattr(backend, "single_process", False):
+        from smriti.doctor.owner import owner_check, owner_status
+
+        status = owner_status(settings)
+        checks += store_checks(path, owner_pid=status["pid"] if status else None)
+        checks.append(owner_check(settings, status))
+    elif path is not None:
         checks += store_checks(path)
     else:
         checks.append(ok("store", f"on the {backend.name} server (user {settings.accessing_user})"))

@@ -71,6 +71,11 @@ MEANINGS: dict[str, str] = {
     "CLUSTER_PENALTY": "Score factor of hop results outside the seed cluster.",
     "SMRITI_MAX_CONTENT_CHARS": "Longest memory accepted, in characters.",
     "SMRITI_MAX_RECALL_LIMIT": "Largest `limit` a recall may ask for.",
+    "SMRITI_OWNER": "`auto`: every process of a user reaches an embedded store (Kùzu) "
+    "through one owner process, so several MCP clients and the CLI work at once; `off`: "
+    "each process opens the store itself (only one at a time can).",
+    "SMRITI_OWNER_IDLE": "Seconds the owner process stays with no process attached "
+    "before it closes the store and exits (0: until stopped).",
     "LOG_LEVEL": "Log level (logs go to stderr).",
 }
 

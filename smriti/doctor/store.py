@@ -26,8 +26,9 @@ class Holder:
     command: str
 
 
-def store_checks(path: Path) -> list[Check]:
-    """The store file's state and, when it exists, who holds it."""
+def store_checks(path: Path, owner_pid: int | None = None) -> list[Check]:
+    """The store file's state and, when it exists, who holds it (``owner_pid``: the
+    store's owner process, whose holding it is the normal state)."""
     path = path.expanduser()
     if path.is_dir():
         return [
@@ -39,7 +40,8 @@ def store_checks(path: Path) -> list[Check]:
         ]
     if not path.exists():
         return [_missing(path)]
-    return [ok("store", f"{path} ({human_size(store_size(path))})"), holder_check(path)]
+    size = human_size(store_size(path))
+    return [ok("store", f"{path} ({size})"), holder_check(path, owner_pid)]
 
 
 def _missing(path: Path) -> Check:
@@ -81,20 +83,23 @@ def human_size(size: int) -> str:
     return f"{value:.1f} TB"
 
 
-def holder_check(path: Path) -> Check:
-    """Which process holds the store: reported, never a failure."""
+def holder_check(path: Path, owner_pid: int | None = None) -> Check:
+    """Which process holds the store: reported, never a failure. The store's owner
+    process holding it is the normal state; any other process keeps the others out."""
     if not sys.platform.startswith("linux") or not PROC.is_dir():
         return ok("store lock", "holder unknown (needs /proc, Linux only)")
     holders, hidden = find_holders(path)
     if not holders:
         extra = f"; {hidden} processes could not be inspected" if hidden else ""
         return ok("store lock", f"not held by any process{extra}")
-    shown = "; ".join(f"pid {h.pid} ({h.command})" for h in holders)
+    if [h.pid for h in holders] == [owner_pid]:
+        return ok("store lock", f"held by the owner process, pid {owner_pid}")
+    shown = "; ".join(f"pid {h.pid} ({h.command})" for h in holders if h.pid != owner_pid)
     return warn(
         "store lock",
         f"held by {shown}",
-        "one process at a time: CLI commands on this store fail while it runs; stop it, "
-        "or use that server's MCP tools",
+        "a process that opened the store itself (SMRITI_OWNER=off) keeps every other "
+        "out while it runs; stop it, or use that server's MCP tools",
     )
 
 

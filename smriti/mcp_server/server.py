@@ -19,7 +19,7 @@ from smriti.mcp_server.tools import build_server
 
 if TYPE_CHECKING:
     from smriti.config import Settings
-    from smriti.engine import Engine
+    from smriti.owner.service import Service
 
 log = get_logger(__name__)
 
@@ -55,32 +55,27 @@ def run_server(
     host: str = "127.0.0.1",
     port: int = 8000,
 ) -> int:
-    """Open the engine, serve MCP until stdin EOF or SIGTERM/SIGINT, close, return 0.
+    """Reach the memory, serve MCP until stdin EOF or SIGTERM/SIGINT, leave, return 0.
 
-    Logging is configured to stderr first; stdout carries only protocol. The engine is
-    always closed (flush and final backup sync) before returning. Errors while opening
-    (ConfigError, BackendError, ...) propagate after cleanup.
+    The memory is the store's owner process when the store has one (``smriti.owner``),
+    else an engine opened here, which is always closed (flush and final backup sync)
+    before returning. Logging is configured to stderr first; stdout carries only
+    protocol. Errors while opening (ConfigError, BackendError, ...) propagate after
+    cleanup.
     """
     configure_logging(settings.log_level)
-    from smriti import validation
-    from smriti.engine import Engine
-
-    # A file where the store's directory belongs is a ConfigError (one line), not an
-    # OSError from deep inside the backend.
-    validation.storage_dirs(settings.storage_location, settings.user_dir())
+    from smriti.owner.service import open_service
 
     _stop_requested.clear()
     # Until the event loop runs, a signal interrupts whatever is happening (e.g. a slow
     # restore); afterwards the loop (stdio) or uvicorn (HTTP) handles it.
     previous = _set_signal_handlers(_raise_shutdown)
-    engine: Engine | None = None
+    memory: Service | None = None
     try:
-        engine = Engine.from_settings(settings)
-        engine.open()
-        server = build_server(engine)
+        memory = open_service(settings, f"{transport} server", background=True)
+        server = build_server(memory)
         _set_signal_handlers(_note_signal)
-        engine.start_background()
-        log.info("serving", transport=transport, user=engine.user)
+        log.info("serving", transport=transport, user=memory.user, shared=memory.remote)
         if transport == "stdio" and sys.stdin.isatty():
             log.warning("waiting for an MCP client on stdin; see `smriti --help` for commands")
         anyio.run(_serve, server, transport, host, port)
@@ -88,10 +83,9 @@ def run_server(
         log.info("signal received before serving started")
     finally:
         _set_signal_handlers(_note_signal)  # a second signal must not cut the close short
-        if engine is not None:
+        if memory is not None:
             log.info("shutting down")
-            engine.stop_background()
-            engine.close()
+            memory.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     log.info("stopped")

@@ -1,4 +1,4 @@
-"""The three tools and the prompt, bound to an Engine.
+"""The three tools and the prompt, bound to one user's memory (a ``Service``).
 
 Tool names and parameters match the reference server (SPEC §4) because MCP clients
 already call them. Arguments are validated here with ``smriti.validation`` (the same
@@ -42,6 +42,7 @@ from smriti.model import MEMORY_TYPES
 
 if TYPE_CHECKING:
     from smriti.engine import Engine
+    from smriti.owner.service import Service
 
 log = get_logger(__name__)
 
@@ -89,33 +90,30 @@ async def run_engine[T](fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         ) from None
 
 
-def recall_out(query: str, mode: str, results: list[Any]) -> RecallOut:
-    """The structured recall result; ``degraded`` and ``warning`` come from the engine."""
-    items = [r.to_dict() for r in results]
+def recall_out(query: str, mode: str, found: dict[str, Any]) -> RecallOut:
+    """The structured recall result from what the recall operation returned."""
+    items = list(found["results"])
     out: RecallOut = {
         "query": query,
         "mode": mode,
         "count": len(items),
-        "results": items,  # type: ignore[typeddict-item]
-        "degraded": bool(getattr(results, "degraded", False)),
+        "results": items,
+        "degraded": bool(found.get("degraded")),
     }
     if out["degraded"]:
-        out["warning"] = str(getattr(results, "warning", ""))
+        out["warning"] = str(found.get("warning", ""))
     return out
 
 
-def _forgotten(engram: Any) -> ForgottenOut:
-    created = engram.created_at
-    return {
-        "id": engram.id,
-        "summary": engram.summary,
-        "memory_type": engram.memory_type,
-        "created_at": created.isoformat() if hasattr(created, "isoformat") else str(created),
-    }
+def build_server(memory: Service | Engine) -> MCPServer:
+    """An MCP server exposing ``memory`` as the smriti_store/recall/manage tools.
 
+    ``memory`` is a Service (in this process or the store's owner), or an open Engine,
+    which is served in this process.
+    """
+    from smriti.owner.service import LocalService, Service
 
-def build_server(engine: Engine) -> MCPServer:
-    """An MCP server exposing ``engine`` as the smriti_store/recall/manage tools."""
+    engine = memory if isinstance(memory, Service) else LocalService(memory)
     settings = getattr(engine, "settings", None)
     level = (getattr(settings, "log_level", "info") or "info").upper()
     max_limit = getattr(settings, "max_recall_limit", 100)
@@ -135,7 +133,7 @@ def build_server(engine: Engine) -> MCPServer:
     return server
 
 
-def _add_store(server: MCPServer, engine: Engine) -> None:
+def _add_store(server: MCPServer, engine: Service) -> None:
     @server.tool(
         name="smriti_store",
         title="Store a memory",
@@ -158,13 +156,13 @@ def _add_store(server: MCPServer, engine: Engine) -> None:
     ) -> StoredMemoryOut:
         """Store one memory."""
         value = checked(validation.importance, importance)
-        outcome = await run_engine(
+        stored = await run_engine(
             engine.store, content, importance=value, tags=tags, source=source or None
         )
-        return outcome.to_dict()  # type: ignore[return-value]
+        return stored  # type: ignore[return-value]
 
 
-def _add_recall(server: MCPServer, engine: Engine, max_limit: int) -> None:
+def _add_recall(server: MCPServer, engine: Service, max_limit: int) -> None:
     @server.tool(
         name="smriti_recall",
         title="Recall memories",
@@ -214,7 +212,7 @@ def _add_recall(server: MCPServer, engine: Engine, max_limit: int) -> None:
         return recall_out(query, chosen_mode, results)
 
 
-def _add_manage(server: MCPServer, engine: Engine) -> None:
+def _add_manage(server: MCPServer, engine: Service) -> None:
     @server.tool(
         name="smriti_manage",
         title="Manage memory",
@@ -244,22 +242,21 @@ def _add_manage(server: MCPServer, engine: Engine) -> None:
         return await _manage(engine, chosen, memory_id.strip())
 
 
-async def _manage(engine: Engine, action: str, memory_id: str) -> ManageOut:
+async def _manage(engine: Service, action: str, memory_id: str) -> ManageOut:
     if action == "forget":
         if not memory_id:
             raise _bad("memory_id is required for action=forget (get ids from smriti_recall)")
-        engram = await run_engine(engine.forget, memory_id)
+        forgotten: ForgottenOut = await run_engine(engine.forget, memory_id)  # type: ignore[assignment]
         return {
             "action": action,
-            "message": f"forgot memory {engram.id}",
-            "forgotten": _forgotten(engram),
+            "message": f"forgot memory {forgotten['id']}",
+            "forgotten": forgotten,
         }
     if action == "sync":
-        report = await run_engine(engine.sync)
-        data = report.to_dict()
+        data = await run_engine(engine.sync)
         return {"action": action, "message": str(data.get("message", "")), "sync": data}  # type: ignore[typeddict-item]
     if action == "consolidate":
-        done = (await run_engine(engine.consolidate)).to_dict()
+        done = await run_engine(engine.consolidate)
         return {"action": action, "message": "consolidation done", "consolidation": done}  # type: ignore[typeddict-item]
     stats = await run_engine(engine.stats)
     return {"action": action, "message": f"memory statistics for {engine.user}", "stats": stats}

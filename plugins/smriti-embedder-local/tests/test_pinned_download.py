@@ -325,6 +325,9 @@ async def test_mcp_initialize_answers_while_the_model_downloads(
             stored = await client.call_tool("smriti_store", {"content": "Miso is a grey cat"})
             assert not stored.is_error, stored
             assert time.perf_counter() - started >= 20  # it waited for the model
+    # The model is loaded by the store's owner process, which logs to its own file.
     log = (tmp_path / "stderr.log").read_text()
-    assert "local embedding model loaded" in log and FALLBACK_EVENT not in log
-    assert "embedding model download" in log  # progress lines on stderr
+    owner_log = (tmp_path / "store" / "stdio-user" / "owner.log").read_text()
+    assert "local embedding model loaded" in owner_log
+    assert FALLBACK_EVENT not in log and FALLBACK_EVENT not in owner_log
+    assert "embedding model download" in owner_log  # progress lines in its log

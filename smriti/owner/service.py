@@ -1,0 +1,156 @@
+"""One user's memory as the MCP tools and the CLI use it, in this process or another.
+
+``open_service`` decides: a store that only one process at a time may open (embedded
+Kùzu) is reached through its owner process (``smriti.owner.client``), unless
+``SMRITI_OWNER=off``; every other store is opened here, as before.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from typing import TYPE_CHECKING, Any
+
+from smriti.config import validate_user
+from smriti.owner import ops
+from smriti.progress import ProgressArg
+
+if TYPE_CHECKING:
+    from smriti.config import Settings
+    from smriti.engine import Engine
+
+
+class Service:
+    """The operations of ``smriti.owner.ops`` on one user's memory.
+
+    Results are the JSON-ready dicts the MCP tools return; errors are Smriti errors.
+    Methods may be called from several threads at once.
+    """
+
+    settings: Settings
+    user: str
+    #: Whether the memory is in another process (the store's owner).
+    remote: bool = False
+
+    def call(self, op: str, args: dict[str, Any], progress: ProgressArg = None) -> Any:
+        """Run ``op`` with ``args``; ``progress`` as long operations accept it."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the memory (close the engine, or leave the owner)."""
+
+    def owner_status(self) -> dict[str, Any] | None:
+        """The owner process and who is attached; None when this process owns the store."""
+        return None
+
+    def store(
+        self,
+        content: object,
+        importance: object = 0.5,
+        tags: object = None,
+        source: object = None,
+    ) -> dict[str, Any]:
+        """Remember ``content``: the stored memory's summary, cues and associations."""
+        args = {"content": content, "importance": importance, "tags": tags, "source": source}
+        return self.call("store", args)
+
+    def recall(
+        self,
+        query: object = None,
+        limit: object = 5,
+        mode: object = "recall",
+        memory_type: object = None,
+    ) -> dict[str, Any]:
+        """``results`` (tool-facing dicts), ``degraded`` and ``warning``."""
+        args = {"query": query, "limit": limit, "mode": mode, "memory_type": memory_type}
+        return self.call("recall", args)
+
+    def forget(self, memory_id: object) -> dict[str, Any]:
+        """Delete a memory; the forgotten memory's id, summary, type and creation time."""
+        return self.call("forget", {"memory_id": memory_id})
+
+    def consolidate(self) -> dict[str, Any]:
+        """Run consolidation now; its report."""
+        return self.call("consolidate", {})
+
+    def sync(self) -> dict[str, Any]:
+        """Push a backup now; its report."""
+        return self.call("sync", {})
+
+    def stats(self) -> dict[str, Any]:
+        """Counts and components in use (and the owner process, when there is one)."""
+        data = dict(self.call("stats", {}))
+        status = self.owner_status()
+        if status is not None:
+            data["owner_pid"] = status["pid"]
+            data["attached_processes"] = len(status["clients"])
+        return data
+
+    def __enter__(self) -> Service:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class LocalService(Service):
+    """The memory of an engine this process opened."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.settings = engine.settings
+        self.user = engine.user
+
+    def call(self, op: str, args: dict[str, Any], progress: ProgressArg = None) -> Any:
+        """Run ``op`` on the engine in this thread."""
+        return ops.run(self.engine, op, args, progress)
+
+    def close(self) -> None:
+        """Stop background work and close the engine (final backup included)."""
+        self.engine.stop_background()
+        self.engine.close()
+
+
+def open_service(settings: Settings, kind: str, *, background: bool = False) -> Service:
+    """The memory for ``settings``, for a process described by ``kind`` (shown by
+    ``smriti doctor``, e.g. ``stdio server`` or ``cli recall``).
+
+    ``background`` starts periodic consolidation and backup when this process opens
+    the engine itself (servers do; one-shot commands do not). Raises what opening the
+    store raises (ConfigError, BackendError, ...), in this process or the owner.
+    """
+    from smriti import validation
+
+    # A file where the store's directory belongs is a ConfigError (one line), not an
+    # OSError from deep inside the backend or the owner.
+    validation.storage_dirs(settings.storage_location, settings.user_dir())
+    if uses_owner(settings):
+        from smriti.owner.client import RemoteService
+
+        return RemoteService.connect(settings, kind)
+    from smriti.engine import Engine
+
+    engine = Engine.from_settings(settings)
+    engine.open()
+    if background:
+        engine.start_background()
+    return LocalService(engine)
+
+
+def owner_supported() -> bool:
+    """Whether this platform has what the owner needs: Unix sockets whose peer's uid
+    can be read (Linux, macOS, the BSDs; not Windows)."""
+    return hasattr(socket, "AF_UNIX") and sys.platform != "win32"
+
+
+def uses_owner(settings: Settings) -> bool:
+    """Whether processes reach this store through an owner process: the backend admits
+    one process at a time, ``SMRITI_OWNER`` is not ``off``, and the platform can."""
+    if settings.owner == "off" or not owner_supported():
+        return False
+    from smriti.plugins import Registry, create_plugin_manager
+
+    validate_user(settings.accessing_user)
+    pm, _ = create_plugin_manager(environ=settings.env or None)
+    cls = Registry(pm).get("backend", settings.db_type, "DB_TYPE")
+    return bool(getattr(cls, "single_process", False))
