@@ -369,3 +369,60 @@ def test_progress_of_a_long_operation_reaches_the_client(store: Path) -> None:
     assert calls[0][0] == "start" and calls[0][1][0] == "export"  # type: ignore[index]
     assert sum(n for kind, n in calls if kind == "advance") >= 2  # type: ignore[misc]
     assert calls[-1] == ("close", None)
+
+
+@pytest.mark.anyio
+async def test_a_server_answers_its_client_while_the_store_is_not_ready(store: Path) -> None:
+    """A large store takes seconds to open; MCP clients give up on a silent server.
+    Here the owner waits for the store's lock (held by the test) as it would for a
+    slow open: initialize is answered at once, and a call waits for the store."""
+    import fcntl
+
+    import anyio
+    from mcp.client import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    env = load_env(store, USER)
+    (store / USER).mkdir(parents=True)
+    held = os.open(store / USER / "owner.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(held, fcntl.LOCK_EX)
+    params = StdioServerParameters(command=smriti_command(), args=[], env=env)
+    started = time.monotonic()
+    try:
+        with open(os.devnull, "w") as errlog:
+            async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+                answered = time.monotonic() - started
+                assert client.server_info.name == "smriti"
+
+                async def release() -> None:
+                    await anyio.sleep(2)
+                    os.close(held)
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(release)
+                    stored = await client.call_tool("smriti_store", {"content": "waited"})
+                waited = time.monotonic() - started
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(held)
+    assert not stored.is_error, stored
+    assert answered < 5, answered  # the server waits 1 s; a loaded machine adds more
+    assert waited >= 2  # the call waited for the store
+
+
+def test_a_store_path_too_long_for_a_socket_uses_a_private_runtime_dir(tmp_path: Path) -> None:
+    store = tmp_path / ("a-rather-long-directory-name-" * 4) / "store"
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    env = load_env(store, USER, XDG_RUNTIME_DIR=str(runtime))
+    try:
+        _json(cli(env, "store", "a memory behind a long path", "--json"))
+        status = _json(cli(env, "owner", "status", "--json"))
+        sock = Path(status["socket"])
+        assert sock.parent == runtime / "smriti" and sock.exists()
+        assert stat.S_IMODE((runtime / "smriti").stat().st_mode) == 0o700
+        assert len(os.fsencode(str(store / USER / "owner.sock"))) > 100
+        found = _json(cli(env, "recall", "long path", "--json"))
+        assert found["results"][0]["content"] == "a memory behind a long path"
+    finally:
+        _stop_owner(store)

@@ -42,3 +42,35 @@ def test_a_repeated_forget_of_a_forgotten_memory_says_it_is_forgotten(engine: En
 def test_unknown_operations_are_refused(engine: Engine) -> None:
     with pytest.raises(InvalidInput, match="unknown operation"):
         LocalService(engine).call("drop_everything", {})
+
+
+def test_a_rewrite_of_the_whole_store_waits_for_writes_and_holds_new_ones() -> None:
+    import threading
+    import time
+
+    from smriti.engine.gate import WriteGate
+
+    gate = WriteGate()
+    order: list[str] = []
+    with gate.shared():
+        rewrite = threading.Thread(target=lambda: _hold(gate, order))
+        rewrite.start()
+        time.sleep(0.2)
+        assert order == []  # waits for the write under way
+        later = threading.Thread(target=lambda: _write(gate, order))
+        later.start()
+        time.sleep(0.2)
+        assert order == []  # a new write waits behind the rewrite
+    rewrite.join(5)
+    later.join(5)
+    assert order == ["rewrite", "write"]
+
+
+def _hold(gate, order: list[str]) -> None:  # noqa: ANN001
+    with gate.exclusive():
+        order.append("rewrite")
+
+
+def _write(gate, order: list[str]) -> None:  # noqa: ANN001
+    with gate.shared():
+        order.append("write")

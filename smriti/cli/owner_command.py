@@ -41,7 +41,16 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     run.set_defaults(handler=run_command)
 
 
+def _supported() -> None:
+    from smriti.errors import ConfigError
+    from smriti.owner.service import owner_supported
+
+    if not owner_supported():
+        raise ConfigError("owner processes need Unix sockets, which this platform lacks")
+
+
 def _existing(args: argparse.Namespace, kind: str) -> Any:
+    _supported()
     from smriti.logs import configure_logging
     from smriti.owner.client import RemoteService
 
@@ -84,10 +93,12 @@ def stop_command(args: argparse.Namespace) -> int:
 
 def run_command(args: argparse.Namespace) -> int:
     """Be the owner until stopped; startup errors go to the ready pipe as well."""
+    _supported()
     from smriti.logs import configure_logging
     from smriti.owner.server import OwnerServer
 
     settings = load_settings(args)
+    _check_needed(settings)
     owner = OwnerServer(settings)
     configure_logging(settings.log_level, relay=owner.notice)
     fd = args.ready_fd
@@ -104,6 +115,19 @@ def run_command(args: argparse.Namespace) -> int:
         fd = None
 
     return owner.run(ready)
+
+
+def _check_needed(settings: Any) -> None:
+    from smriti.errors import ConfigError
+    from smriti.owner.service import uses_owner
+
+    if settings.owner == "off":
+        raise ConfigError("SMRITI_OWNER=off: processes open the store themselves")
+    if not uses_owner(settings):
+        raise ConfigError(
+            f"DB_TYPE={settings.db_type} needs no owner process: every process connects "
+            "to its server"
+        )
 
 
 def _wait_unlocked(lock: Any) -> bool:

@@ -15,11 +15,12 @@ if TYPE_CHECKING:
 
 def owner_status(settings: Settings) -> dict[str, Any] | None:
     """The running owner's status, or None when none runs (or owners are off)."""
-    from smriti.owner.client import RemoteService
     from smriti.owner.service import owner_supported
 
     if settings.owner == "off" or not owner_supported():
         return None
+    from smriti.owner.client import RemoteService
+
     service = RemoteService.existing(settings, "doctor")
     if service is None:
         return None

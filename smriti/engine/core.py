@@ -18,6 +18,7 @@ from smriti.embedding import Embedder
 from smriti.engine import components
 from smriti.engine.background import Background
 from smriti.engine.consolidate import ConsolidationReport, consolidate
+from smriti.engine.gate import WriteGate
 from smriti.engine.recall import recall
 from smriti.engine.store import StoreOutcome, store
 from smriti.errors import ConfigError, NotFound
@@ -60,6 +61,8 @@ class Engine:
         #: Serialises backup syncs (each fetches and merges the remote, then pushes).
         self.push_lock = threading.Lock()
         self.background = Background(self)
+        #: Stores and forgets pass together; ``smriti reembed`` passes alone.
+        self.writes = WriteGate()
         self._helper: ThreadPoolExecutor | None = None
         self.is_open = False
 
@@ -147,7 +150,8 @@ class Engine:
 
         ``memory_id`` makes a repeated store idempotent (see ``smriti.engine.store``).
         """
-        return store(self, content, importance, tags, source, memory_id)
+        with self.writes.shared():
+            return store(self, content, importance, tags, source, memory_id)
 
     def recall(
         self,
@@ -161,9 +165,13 @@ class Engine:
 
     def forget(self, memory_id: object) -> Engram:
         """Delete one of this user's memories; NotFound for unknown or foreign ids."""
+        key = validation.memory_id(memory_id)
+        with self.writes.shared():
+            return self._forget(key)
+
+    def _forget(self, key: str) -> Engram:
         from smriti.portable import tombstones
 
-        key = validation.memory_id(memory_id)
         found = self.backend.get_engrams([key])
         # The tombstone first (backups merge by union: without it the memory would come
         # back from another machine's copy); the lock keeps a merge from interleaving.

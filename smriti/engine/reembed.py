@@ -86,12 +86,15 @@ def reembed(
         return report
     _check_dims(engine, dims)
     started = time.perf_counter()
-    backend.set_meta(EMBEDDING_MODEL_KEY, IN_PROGRESS + new)
-    log.info("re-embedding", user=engine.user, old_model=old, new_model=new)
-    report.engrams = _engrams(engine, batch_size, progress)
-    report.cues = _cues(engine, batch_size, progress)
-    backend.set_meta(EMBEDDING_MODEL_KEY, new)
-    engine.use_embedder(embedder)
+    # Alone: a memory stored meanwhile would keep the old model's vector, and one
+    # forgotten meanwhile would be written back (other processes share the store).
+    with engine.writes.exclusive():
+        backend.set_meta(EMBEDDING_MODEL_KEY, IN_PROGRESS + new)
+        log.info("re-embedding", user=engine.user, old_model=old, new_model=new)
+        report.engrams = _engrams(engine, batch_size, progress)
+        report.cues = _cues(engine, batch_size, progress)
+        backend.set_meta(EMBEDDING_MODEL_KEY, new)
+        engine.use_embedder(embedder)
     backend.ensure_indexes(dims, engine.settings.index_threshold)
     engine.dirty.set()  # the next backup pushes the new vectors
     report.seconds = round(time.perf_counter() - started, 3)

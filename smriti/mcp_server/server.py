@@ -24,6 +24,11 @@ if TYPE_CHECKING:
 log = get_logger(__name__)
 
 Transport = Literal["stdio", "http"]
+#: How long a server waits for the store's owner before it starts answering its
+#: client anyway (tool calls then wait for the owner): MCP clients give up on a
+#: server that does not answer ``initialize`` within seconds, and opening a large
+#: store can take longer. An error within this time still stops the server.
+ATTACH_WAIT_SECONDS = 1.0
 
 
 class _Shutdown(BaseException):
@@ -72,7 +77,9 @@ def run_server(
     previous = _set_signal_handlers(_raise_shutdown)
     memory: Service | None = None
     try:
-        memory = open_service(settings, f"{transport} server", background=True)
+        memory = open_service(
+            settings, f"{transport} server", background=True, attach_wait=ATTACH_WAIT_SECONDS
+        )
         server = build_server(memory)
         _set_signal_handlers(_note_signal)
         log.info("serving", transport=transport, user=memory.user, shared=memory.remote)

@@ -202,6 +202,8 @@ class RemoteService(Service):
         self._lock = threading.Lock()
         self._handed_over = False
         self._warned = False
+        #: Whether this service may start an owner (a look at a running one may not).
+        self._may_start = True
         self.owner: dict[str, Any] = {}
 
     @classmethod
@@ -217,10 +219,41 @@ class RemoteService(Service):
         return service
 
     @classmethod
+    def attach_soon(cls, settings: Settings, kind: str, wait: float) -> RemoteService:
+        """Attach in the background, waiting at most ``wait`` seconds: a server can then
+        answer its client while the owner still opens a large store. An error within
+        ``wait`` is raised; a later one is logged, and each call until the owner is
+        reached tries again (and waits for the attempt under way)."""
+        service = cls(settings, kind)
+        done = threading.Event()
+        failed: list[BaseException] = []
+
+        def attach() -> None:
+            try:
+                service._connection()
+                log.info(
+                    "memory reached through the store's owner process",
+                    owner_pid=service.owner.get("pid"),
+                )
+            except Exception as exc:
+                failed.append(exc)
+                log.error("the store could not be reached; calls will try again", error=str(exc))
+            finally:
+                done.set()
+
+        threading.Thread(target=attach, name="smriti-attach", daemon=True).start()
+        if done.wait(wait) and failed:
+            raise failed[0]
+        if not done.is_set():
+            log.info("serving while the owner process opens the store; calls wait for it")
+        return service
+
+    @classmethod
     def existing(cls, settings: Settings, kind: str) -> RemoteService | None:
         """Attached to the owner if one is running (never starting one), else None."""
         service = cls(settings, kind)
         service._handed_over = True  # a look at the owner must not restart it
+        service._may_start = False
         sock = try_connect(service.paths)
         if sock is None:
             return None
@@ -294,6 +327,8 @@ class RemoteService(Service):
     def _attach(self) -> Connection | None:
         """One try: connect, or start an owner; None when it should be tried again."""
         sock = try_connect(self.paths)
+        if sock is None and not self._may_start:
+            raise BackendError("the Smriti owner process has stopped")
         if sock is None:
             with spawn.start_lock(self.paths):
                 sock = try_connect(self.paths)  # another process may have started one

@@ -24,8 +24,9 @@ Op = Callable[["Engine", Mapping[str, Any], ProgressArg], dict[str, Any]]
 
 #: Operations whose repetition changes nothing a user could tell (reads, a backup
 #: push that merges, an export that rewrites its file, a store with its id fixed by
-#: the client): sent again on a new owner when the old one died before answering.
-REPEATABLE = frozenset({"recall", "stats", "sync", "export", "hash", "store", "forget"})
+#: the client, a forget that then says the memory is forgotten): sent again to a new
+#: owner when the old one died before answering.
+REPEATABLE = frozenset({"recall", "stats", "sync", "export", "hash", "store", "forget", "status"})
 
 
 class _Claims:

@@ -111,13 +111,22 @@ class LocalService(Service):
         self.engine.close()
 
 
-def open_service(settings: Settings, kind: str, *, background: bool = False) -> Service:
+def open_service(
+    settings: Settings,
+    kind: str,
+    *,
+    background: bool = False,
+    attach_wait: float | None = None,
+) -> Service:
     """The memory for ``settings``, for a process described by ``kind`` (shown by
     ``smriti doctor``, e.g. ``stdio server`` or ``cli recall``).
 
     ``background`` starts periodic consolidation and backup when this process opens
-    the engine itself (servers do; one-shot commands do not). Raises what opening the
-    store raises (ConfigError, BackendError, ...), in this process or the owner.
+    the engine itself (servers do; one-shot commands do not). ``attach_wait``: reach
+    an owner in the background and return after at most this many seconds (servers,
+    so that they answer their client while a large store opens); None waits until it
+    is reached. Raises what opening the store raises (ConfigError, BackendError, ...),
+    in this process or the owner.
     """
     from smriti import validation
 
@@ -127,6 +136,8 @@ def open_service(settings: Settings, kind: str, *, background: bool = False) -> 
     if uses_owner(settings):
         from smriti.owner.client import RemoteService
 
+        if attach_wait is not None:
+            return RemoteService.attach_soon(settings, kind, attach_wait)
         return RemoteService.connect(settings, kind)
     from smriti.engine import Engine
 
