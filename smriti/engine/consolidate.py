@@ -15,6 +15,7 @@ import numpy as np
 
 from smriti.clustering import ClusterResult
 from smriti.model import Association, EngramUpdate, utcnow
+from smriti.progress import Progress, ProgressArg, progress_bar
 from smriti.storage import EngramStats
 
 if TYPE_CHECKING:
@@ -60,8 +61,12 @@ def decay_of(stats: EngramStats, now: datetime, rate: float) -> tuple[float, boo
     return decay, False
 
 
-def consolidate(engine: Engine) -> ConsolidationReport:
+def consolidate(engine: Engine, progress: ProgressArg = False) -> ConsolidationReport:
     """Run every consolidation step once; writes are batched.
+
+    ``progress`` (see ``smriti.progress``) follows the phases: reading the memories,
+    pruning and clustering, writing the updates. Off by default: periodic runs draw
+    nothing.
 
     Clustering reads only the associations among the engrams that are kept, which the
     prune and orphan-cue deletes do not change, so it runs on the engine's helper thread
@@ -70,13 +75,22 @@ def consolidate(engine: Engine) -> ConsolidationReport:
     as running the steps one after another.
     """
     started = time.perf_counter()
-    s = engine.settings
     report = ConsolidationReport()
     now = utcnow()
+    with progress_bar(progress, "consolidating: memories", engine.backend.count_engrams()) as bar:
+        _consolidate(engine, report, now, bar)
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+def _consolidate(engine: Engine, report: ConsolidationReport, now: datetime, bar: Progress) -> None:
+    """The steps of ``consolidate``, reporting to ``bar``."""
+    s = engine.settings
     prune: list[EngramStats] = []
     decays: dict[str, float] = {}
     kept: dict[str, int] = {}
     for stats in engine.backend.engram_stats():
+        bar.advance()
         decay, strengthened = decay_of(stats, now, s.decay_rate)
         if decay < s.prune_decay_threshold and stats.importance < s.prune_importance_threshold:
             prune.append(stats)
@@ -90,13 +104,17 @@ def consolidate(engine: Engine) -> ConsolidationReport:
     if engine.clusterer is not None and len(kept) >= 3:
         state = json.loads(engine.backend.get_meta(LEIDEN_STATE_KEY) or "{}")
         clustering = engine.helper().submit(partition, engine, kept, state)
+    bar.set_label("consolidating: pruning", len(prune))
     try:
         report.pruned = prune_engrams(engine, prune)
+        bar.advance(len(prune))
         report.orphan_cues_removed = engine.backend.delete_orphan_cues()
     except BaseException:
         if clustering is not None:
             futures.wait([clustering])  # the helper is free again when this returns
         raise
+    if clustering is not None:
+        bar.set_label("consolidating: clustering (Leiden)", len(kept))
     result = clustering.result() if clustering is not None else None
     clusters: dict[str, int] = {}
     if result is not None:
@@ -105,18 +123,17 @@ def consolidate(engine: Engine) -> ConsolidationReport:
         report.reclustered = len(clusters)
     # One call: backends batch internally, and Kùzu stages large update sets (one COPY
     # and one join instead of a transaction per 2,000 rows).
-    engine.backend.update_engrams(
-        [EngramUpdate(i, decay_factor=decays.get(i), cluster_id=clusters.get(i))
-         for i in dict.fromkeys([*decays, *clusters])]
-    )  # fmt: skip
+    updates = [EngramUpdate(i, decay_factor=decays.get(i), cluster_id=clusters.get(i))
+               for i in dict.fromkeys([*decays, *clusters])]  # fmt: skip
+    bar.set_label("consolidating: writing", len(updates))
+    engine.backend.update_engrams(updates)
+    bar.advance(len(updates))
     if result is not None:
         engine.backend.set_meta(LEIDEN_STATE_KEY, json.dumps(result.state))
     if engine.embedder.dims:
         report.indexes_created = engine.backend.ensure_indexes(
             engine.embedder.dims, s.index_threshold
         )
-    report.seconds = round(time.perf_counter() - started, 3)
-    return report
 
 
 def prune_engrams(engine: Engine, weak: list[EngramStats]) -> int:

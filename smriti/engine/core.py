@@ -25,6 +25,7 @@ from smriti.errors import ConfigError, NotFound
 from smriti.logs import get_logger
 from smriti.model import Cue, Engram, RecallResult
 from smriti.plugins import Registry, create_plugin_manager
+from smriti.progress import ProgressArg
 
 log = get_logger(__name__)
 
@@ -184,20 +185,22 @@ class Engine:
         self.dirty.set()
         return found[0]
 
-    def consolidate(self) -> ConsolidationReport:
-        """Run consolidation now."""
-        report = consolidate(self)
+    def consolidate(self, progress: ProgressArg = False) -> ConsolidationReport:
+        """Run consolidation now; ``progress`` as ``smriti.progress`` describes (off by
+        default, so periodic runs draw nothing)."""
+        report = consolidate(self, progress)
         self._size = self.backend.count_engrams()
         if report.pruned or report.reclustered or report.decayed:
             self.dirty.set()
         log.info("consolidated", **report.to_dict())
         return report
 
-    def sync(self) -> SyncReport:
-        """Push a consistent snapshot to the backup provider now."""
+    def sync(self, progress: ProgressArg = False) -> SyncReport:
+        """Push a consistent snapshot to the backup provider now (``progress``: its
+        phases, off by default)."""
         from smriti.engine.snapshots import push_snapshot
 
-        return push_snapshot(self)
+        return push_snapshot(self, progress)
 
     def stats(self) -> dict[str, Any]:
         """Counts and the components in use."""

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from smriti.backup import Fetched, SnapshotConflict, SyncReport
 from smriti.errors import BackupError, ConfigError, InvalidInput
 from smriti.logs import get_logger
+from smriti.progress import Progress, ProgressArg, progress_bar
 
 if TYPE_CHECKING:
     from smriti.engine.core import Engine
@@ -56,16 +57,18 @@ class _Remote:
     digest: str = ""
 
 
-def push_snapshot(engine: Engine) -> SyncReport:
-    """Merge the remote snapshot if it changed, then push the store's snapshot."""
+def push_snapshot(engine: Engine, progress: ProgressArg = False) -> SyncReport:
+    """Merge the remote snapshot if it changed, then push the store's snapshot.
+
+    ``progress`` (see ``smriti.progress``) names each phase as it starts."""
     if engine.backup.name == "none":
         return engine.backup.push(Path("."))
     # one sync at a time (the periodic thread and an explicit sync may overlap)
-    with engine.push_lock:
+    with engine.push_lock, progress_bar(progress, "sync: waiting") as bar:
         engine.dirty.clear()
         try:
             for attempt in range(1, ATTEMPTS + 1):
-                report = _attempt(engine)
+                report = _attempt(engine, bar)
                 if report is not None:
                     return report
                 log.info("remote snapshot changed while syncing; merging again", attempt=attempt)
@@ -85,16 +88,18 @@ def _key(engine: Engine, template: str) -> str:
     return template.format(provider=engine.backup.name)
 
 
-def _attempt(engine: Engine) -> SyncReport | None:
+def _attempt(engine: Engine, bar: Progress) -> SyncReport | None:
     """One fetch-merge-push round; None when another machine pushed meanwhile."""
     from smriti.portable import export_store
 
     meta = engine.backend
     seen = meta.get_meta(_key(engine, SEEN_KEY))
     with tempfile.TemporaryDirectory(prefix="smriti-sync-") as tmp:
+        bar.set_label(f"sync: fetching from {engine.backup.name} and merging")
         remote = _fetch_and_merge(engine, Path(tmp) / "remote", seen)
         out = Path(tmp) / "snapshot"
         out.mkdir()
+        bar.set_label("sync: exporting the store")
         exported = export_store(engine, out / SNAPSHOT_FILE, progress=False)
         version = remote.fetched.version
         if exported.body_digest == remote.digest or (
@@ -110,6 +115,7 @@ def _attempt(engine: Engine) -> SyncReport | None:
                 message="nothing to push: the backup already holds this store",
                 version=version,
             )
+        bar.set_label(f"sync: pushing to {engine.backup.name}")
         try:
             report = engine.backup.push_if(out, remote.fetched)
         except SnapshotConflict:
@@ -231,7 +237,8 @@ def _restore(engine: Engine) -> bool:
             return True
         with _refusing(engine, fetched, snapshot):
             _read_checked(engine, snapshot)  # the whole file, before anything is written
-            report = import_store(engine, snapshot, progress=False)
+            # a line on a terminal (a CLI command that opened the store itself)
+            report = import_store(engine, snapshot, progress=None)
     # the store now equals the remote snapshot: nothing to push back
     _remember(engine, fetched.version, report.body_digest)
     engine.dirty.clear()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
@@ -236,13 +237,21 @@ def _add_manage(server: MCPServer, engine: Service) -> None:
         memory_id: Annotated[
             str, Field(description="The id of the memory to forget (action=forget).")
         ] = "",
+        ctx: Context | None = None,
     ) -> ManageOut:
         """Manage memory."""
         chosen = parse_action(action)
-        return await _manage(engine, chosen, memory_id.strip())
+        return await _manage(engine, chosen, memory_id.strip(), ctx)
 
 
-async def _manage(engine: Service, action: str, memory_id: str) -> ManageOut:
+async def _manage(
+    engine: Service, action: str, memory_id: str, ctx: Context | None = None
+) -> ManageOut:
+    """Run a manage action. Consolidate and sync report their phases as MCP progress
+    notifications when the client sent a progress token (``ctx``)."""
+    from smriti.mcp_server.progress import McpProgress
+
+    progress = McpProgress(ctx) if ctx is not None else False
     if action == "forget":
         if not memory_id:
             raise _bad("memory_id is required for action=forget (get ids from smriti_recall)")
@@ -253,10 +262,10 @@ async def _manage(engine: Service, action: str, memory_id: str) -> ManageOut:
             "forgotten": forgotten,
         }
     if action == "sync":
-        data = await run_engine(engine.sync)
+        data = await run_engine(engine.sync, progress)
         return {"action": action, "message": str(data.get("message", "")), "sync": data}  # type: ignore[typeddict-item]
     if action == "consolidate":
-        done = await run_engine(engine.consolidate)
+        done = await run_engine(engine.consolidate, progress)
         return {"action": action, "message": "consolidation done", "consolidation": done}  # type: ignore[typeddict-item]
     stats = await run_engine(engine.stats)
     return {"action": action, "message": f"memory statistics for {engine.user}", "stats": stats}

@@ -122,11 +122,11 @@ def _tombstoned(engine: Engine, key: object) -> bool:
 
 
 def _consolidate(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
-    return engine.consolidate().to_dict()
+    return engine.consolidate(progress).to_dict()
 
 
 def _sync(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
-    return engine.sync().to_dict()
+    return engine.sync(progress).to_dict()
 
 
 def _stats(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:

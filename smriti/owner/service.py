@@ -69,13 +69,15 @@ class Service:
         """Delete a memory; the forgotten memory's id, summary, type and creation time."""
         return self.call("forget", {"memory_id": memory_id})
 
-    def consolidate(self) -> dict[str, Any]:
-        """Run consolidation now; its report."""
-        return self.call("consolidate", {})
+    def consolidate(self, progress: ProgressArg = None) -> dict[str, Any]:
+        """Run consolidation now; its report. ``progress``: a line on a terminal by
+        default (see ``smriti.progress``)."""
+        return self.call("consolidate", {}, progress)
 
-    def sync(self) -> dict[str, Any]:
-        """Push a backup now; its report."""
-        return self.call("sync", {})
+    def sync(self, progress: ProgressArg = False) -> dict[str, Any]:
+        """Push a backup now; its report. ``progress``: none by default (a command that
+        stored something pushes quietly), else as for ``consolidate``."""
+        return self.call("sync", {}, progress)
 
     def stats(self) -> dict[str, Any]:
         """Counts and components in use (and the owner process, when there is one)."""
