@@ -8,6 +8,7 @@ import math
 from smriti.cli import (
     commands,
     doctor_command,
+    graph_commands,
     owner_command,
     portable_commands,
     reembed_command,
@@ -102,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     portable_commands.add_parsers(sub, common)
     doctor_command.add_parser(sub, common)
     reembed_command.add_parser(sub, common)
+    graph_commands.add_parsers(sub, common)
     owner_command.add_parser(sub, common)
     return parser
 

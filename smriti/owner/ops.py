@@ -26,7 +26,9 @@ Op = Callable[["Engine", Mapping[str, Any], ProgressArg], dict[str, Any]]
 #: push that merges, an export that rewrites its file, a store with its id fixed by
 #: the client, a forget that then says the memory is forgotten): sent again to a new
 #: owner when the old one died before answering.
-REPEATABLE = frozenset({"recall", "stats", "sync", "export", "hash", "store", "forget", "status"})
+REPEATABLE = frozenset(
+    {"recall", "stats", "sync", "export", "hash", "store", "forget", "status", "graph", "clusters"}
+)
 
 
 class _Claims:
@@ -172,6 +174,26 @@ def _reembed(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> 
     return report.to_dict()
 
 
+def _graph(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+    from smriti.graphview import DEFAULT_LIMIT
+    from smriti.graphview.select import select_graph
+
+    cluster = args.get("cluster")
+    return select_graph(
+        engine,
+        cluster=None if cluster is None else int(cluster),
+        around=str(args["around"]) if args.get("around") else None,
+        hops=int(args.get("hops", 2)),
+        limit=int(args.get("limit") or DEFAULT_LIMIT),
+    )
+
+
+def _clusters(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+    from smriti.graphview.select import cluster_table
+
+    return cluster_table(engine)
+
+
 OPS: dict[str, Op] = {
     "store": _store,
     "recall": _recall,
@@ -183,4 +205,6 @@ OPS: dict[str, Op] = {
     "import": _import,
     "hash": _hash,
     "reembed": _reembed,
+    "graph": _graph,
+    "clusters": _clusters,
 }

@@ -1,0 +1,229 @@
+"""Choose the part of a memory graph to draw, and summarise its clusters.
+
+These run where the store is (the owner process, or the process that opened it) and
+return JSON-ready dicts; layout and drawing happen in the process that asked.
+
+The strength of a memory, which ``--limit`` keeps the strongest by, is
+``importance · decay · (1 + ln(1 + access count))``: an important memory that is
+still fresh and often used is kept first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from smriti.errors import InvalidInput, NotFound
+from smriti.graphview import DEFAULT_LIMIT
+from smriti.graphview.labels import CueCounts, cluster_name, count_cues, top_cues
+from smriti.model import Cue
+from smriti.storage import EngramStats
+
+if TYPE_CHECKING:
+    from smriti.engine import Engine
+    from smriti.storage import StorageBackend
+
+#: Association edges read per memory and direction.
+ASSOCIATIONS_PER_MEMORY = 20
+#: Memories followed per shared cue when walking ``--around`` a memory.
+MEMORIES_PER_CUE = 25
+#: A selection this small shows every cue of its memories; larger ones only the cues
+#: two or more of them share (the rest add dots, not structure).
+ALL_CUES_UP_TO = 40
+SUMMARY_CHARS = 160
+
+
+def strength(stats: EngramStats) -> float:
+    """How strongly a memory is held (see the module docstring)."""
+    return stats.importance * stats.decay_factor * (1.0 + math.log1p(max(0, stats.access_count)))
+
+
+def select_graph(
+    engine: Engine,
+    cluster: int | None = None,
+    around: str | None = None,
+    hops: int = 2,
+    limit: int = DEFAULT_LIMIT,
+) -> dict[str, Any]:
+    """The subgraph to draw: memories, cues, edges, cluster legend and counts.
+
+    ``cluster`` keeps one cluster; ``around`` a memory and what lies within ``hops``
+    steps of it over associations and shared cues (nearest first); ``limit`` the
+    strongest memories of what is left. NotFound when ``around`` is not a memory.
+    """
+    if limit < 1 or hops < 0:
+        raise InvalidInput("limit must be at least 1 and hops at least 0")
+    backend = engine.backend
+    stats = {s.id: s for s in backend.engram_stats()}
+    hop_of: dict[str, int] = {}
+    if around:
+        if around not in stats:
+            raise NotFound(f"no memory with id {around!r} for user {engine.user!r}")
+        hop_of = neighbourhood(backend, around, hops, stats, budget=20 * limit)
+        candidates = list(hop_of)
+    else:
+        candidates = list(stats)
+    if cluster is not None:
+        candidates = [i for i in candidates if stats[i].cluster_id == cluster]
+    candidates.sort(key=lambda i: (hop_of.get(i, 0), -strength(stats[i]), i))
+    chosen = candidates[:limit]
+    counts = count_cues({i: s.cluster_id for i, s in stats.items()}, backend.iter_links())
+    data = _subgraph(backend, chosen, stats, hop_of, counts)
+    data.update(
+        total_memories=len(stats),
+        candidates=len(candidates),
+        limit=limit,
+        limited=len(candidates) > limit,
+        filters={"cluster": cluster, "around": around, "hops": hops if around else None},
+    )
+    return data
+
+
+def neighbourhood(
+    backend: StorageBackend,
+    start: str,
+    hops: int,
+    known: Mapping[str, EngramStats],
+    budget: int,
+) -> dict[str, int]:
+    """Memory id -> hop for ``start`` and the memories within ``hops`` steps of it,
+    through associations (either direction) and shared cues. Stops growing once
+    ``budget`` memories are found (a hub cue could reach the whole store)."""
+    hop_of = {start: 0}
+    frontier = [start]
+    for hop in range(1, hops + 1):
+        if not frontier or len(hop_of) >= budget:
+            break
+        reached: set[str] = set()
+        for edge in backend.associations_of(frontier, ASSOCIATIONS_PER_MEMORY):
+            reached.update((edge.source_id, edge.target_id))
+        cue_ids = sorted({link.cue_id for link in backend.cues_of(frontier)})
+        for members in backend.engrams_for_cues(cue_ids, MEMORIES_PER_CUE).values():
+            reached.update(engram_id for engram_id, _ in members)
+        frontier = sorted(i for i in reached if i not in hop_of and i in known)
+        for engram_id in frontier:
+            hop_of[engram_id] = hop
+    return hop_of
+
+
+def _subgraph(
+    backend: StorageBackend,
+    chosen: list[str],
+    stats: Mapping[str, EngramStats],
+    hop_of: Mapping[str, int],
+    counts: CueCounts,
+) -> dict[str, Any]:
+    members = set(chosen)
+    engrams = {e.id: e for e in backend.get_engrams(chosen)} if chosen else {}
+    links = backend.cues_of(chosen) if chosen else []
+    degree = Counter(link.cue_id for link in links)
+    shown = {c for c, n in degree.items() if n >= 2 or len(chosen) <= ALL_CUES_UP_TO}
+    clusters = sorted({stats[i].cluster_id for i in chosen})
+    labels = {k: top_cues(counts, k) for k in clusters}
+    found = cues_by_id(backend, shown | {c for ids in labels.values() for c in ids})
+    names = {c: cue.name for c, cue in found.items()}
+    nodes = []
+    for engram_id in chosen:
+        s, engram = stats[engram_id], engrams.get(engram_id)
+        text = (engram.summary or engram.content) if engram is not None else ""
+        node = {
+            "id": engram_id,
+            "summary": _cut(text),
+            "memory_type": engram.memory_type if engram is not None else "",
+            "cluster": s.cluster_id,
+            "importance": round(s.importance, 4),
+            "access_count": s.access_count,
+            "decay": round(s.decay_factor, 4),
+            "strength": round(strength(s), 4),
+        }
+        if hop_of:
+            node["hop"] = hop_of[engram_id]
+        nodes.append(node)
+    cues = [
+        {
+            "id": c,
+            "name": names.get(c, c),
+            "type": found[c].cue_type if c in found else "",
+            "memories": degree[c],
+        }
+        for c in sorted(shown)
+    ]
+    return {
+        "nodes": nodes,
+        "cues": cues,
+        "cue_edges": sorted({(x.engram_id, x.cue_id) for x in links if x.cue_id in shown}),
+        "associations": _associations(backend, chosen, members),
+        "clusters": [
+            {
+                "id": k,
+                "size": counts.sizes.get(k, 0),
+                "shown": sum(1 for i in chosen if stats[i].cluster_id == k),
+                "top_cues": [names.get(c, c) for c in labels[k]],
+                "label": cluster_name(k, [names.get(c, c) for c in labels[k]]),
+            }
+            for k in clusters
+        ],
+    }
+
+
+def _associations(
+    backend: StorageBackend, chosen: list[str], members: set[str]
+) -> list[tuple[str, str, float]]:
+    """Undirected association edges among ``members``, strongest weight per pair."""
+    best: dict[tuple[str, str], float] = {}
+    if not chosen:
+        return []
+    for edge in backend.associations_of(chosen, ASSOCIATIONS_PER_MEMORY):
+        a, b = edge.source_id, edge.target_id
+        if a == b or a not in members or b not in members:
+            continue
+        key = (a, b) if a < b else (b, a)
+        best[key] = max(best.get(key, 0.0), float(edge.strength))
+    return [(a, b, round(w, 4)) for (a, b), w in sorted(best.items())]
+
+
+def cues_by_id(backend: StorageBackend, ids: Iterable[str]) -> dict[str, Cue]:
+    """The cues with these ids (one pass over the cues)."""
+    wanted = set(ids)
+    if not wanted:
+        return {}
+    return {cue.id: cue for cue in backend.iter_cues() if cue.id in wanted}
+
+
+def _cut(text: str) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= SUMMARY_CHARS else flat[: SUMMARY_CHARS - 1] + "…"
+
+
+def cluster_table(engine: Engine) -> dict[str, Any]:
+    """Every cluster, largest first: size, most specific cues and its strongest memory."""
+    backend = engine.backend
+    stats = {s.id: s for s in backend.engram_stats()}
+    counts = count_cues({i: s.cluster_id for i, s in stats.items()}, backend.iter_links())
+    strongest: dict[int, str] = {}
+    for engram_id, s in stats.items():
+        best = strongest.get(s.cluster_id)
+        if best is None or strength(s) > strength(stats[best]):  # ties: the first id
+            strongest[s.cluster_id] = engram_id
+    labels = {k: top_cues(counts, k) for k in counts.sizes}
+    found = cues_by_id(backend, (c for ids in labels.values() for c in ids))
+    names = {c: cue.name for c, cue in found.items()}
+    samples = {e.id: e for e in backend.get_engrams(list(strongest.values()))}
+    order = sorted(counts.sizes, key=lambda k: (k < 0, -counts.sizes[k], k))
+    rows = []
+    for k in order:
+        sample = samples.get(strongest[k])
+        rows.append(
+            {
+                "id": k,
+                "size": counts.sizes[k],
+                "top_cues": [names.get(c, c) for c in labels[k]],
+                "sample": {
+                    "id": strongest[k],
+                    "summary": _cut(sample.summary or sample.content) if sample else "",
+                },
+            }
+        )
+    return {"total_memories": len(stats), "clusters": rows}
