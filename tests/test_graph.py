@@ -226,8 +226,11 @@ def chromium() -> Path:
 
 
 def browse(page: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    """Chromium headless on ``page`` (a path; ``#fragment`` kept) after its scripts ran."""
+    path, _, fragment = str(page).partition("#")
+    uri = Path(path).as_uri() + (f"#{fragment}" if fragment else "")
     cmd = [str(chromium()), "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1200,900"]
-    cmd += ["--virtual-time-budget=5000", *flags, page.as_uri()]
+    cmd += ["--virtual-time-budget=5000", *flags, uri]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
 
 
@@ -243,6 +246,20 @@ def test_page_runs_in_a_browser(cli_store: dict[str, str], tmp_path: Path) -> No
     assert "<img" not in dom and "<script>alert" not in dom  # nothing injected
     assert "&lt;img src=x onerror=alert(1)&gt;" in dom  # the text, shown as text
     assert dom.count('class="memory"') == 300
+    # the search box: page.html#q=... opens with that search
+    scene = json.loads(re.search(r'id="graph-data">(.*?)</script>', out.read_text()).group(1))
+    names = [c["name"] for c in scene["cues"]]
+    cues_of: dict[int, list[str]] = {}
+    for memory, cue in scene["cue_edges"]:
+        cues_of.setdefault(memory, []).append(names[cue - len(scene["memories"])])
+    expected = sum(
+        "music-alpha" in f"{m['summary']} {m['id']} {' '.join(cues_of.get(i, []))}".lower()
+        for i, m in enumerate(scene["memories"])
+    )
+    assert expected > 0
+    found = browse(Path(f"{out}#q=music-alpha"), "--dump-dom").stdout
+    assert re.search(rf'<body[^>]*data-matches="{expected}"', found), found[:600]
+    assert f"{expected} matching memories" in found
     shot = tmp_path / "shot.png"
     browse(out, f"--screenshot={shot}")
     data = shot.read_bytes()

@@ -44,7 +44,8 @@ h1 { font-size: 18px; margin: 0 0 4px; }
 .cue-edge { stroke: #c8c8c8; stroke-opacity: 0.5; stroke-width: 0.5; fill: none; }
 .memory { stroke: #fff; stroke-width: 0.8; cursor: pointer; }
 .cue { fill: #555; }
-.cue-label { font-size: 9px; fill: #444; text-anchor: middle; pointer-events: none; }
+.cue-label { font-size: 11px; fill: #222; font-weight: 600; text-anchor: middle;
+  pointer-events: none; paint-order: stroke; stroke: #fff; stroke-width: 3px; }
 .searching circle { opacity: 0.12; }
 .searching circle.hit { opacity: 1; stroke: #000; stroke-width: 1.5; }
 """

@@ -1,44 +1,58 @@
 """Names for clusters: the cues most specific to each (frequent inside, rare outside).
 
 A cue's score in cluster ``k`` is tf-idf with memories as documents:
-``(memories of k with the cue / size of k) · ln(memories / memories with the cue)``.
-A cue every memory carries scores 0; a cue only this cluster's memories carry, and
-most of them, scores highest.
+``(memories of k with the cue / size of k) · ln(memories / memories with the cue)``,
+the first fraction taken over a sample of the cluster's strongest memories. A cue
+every memory carries scores 0; a cue only this cluster's memories carry, and most of
+them, scores highest.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from smriti.model import Link
+if TYPE_CHECKING:
+    from smriti.storage import StorageBackend
 
 #: Cues named per cluster.
 TOP_CUES = 3
+#: Memories per cluster whose cues are counted.
+SAMPLE = 200
 
 
 @dataclass(slots=True)
 class CueCounts:
-    """How often each cue encodes memories, in all and per cluster."""
+    """Cue frequencies in a sample of each cluster, and in the whole store."""
 
+    #: Memories in the store.
     total: int
+    #: Memories sampled per cluster.
     sizes: Counter[int] = field(default_factory=Counter)
+    #: Per cluster, how many sampled memories each cue encodes.
     per_cluster: dict[int, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
-    df: Counter[str] = field(default_factory=Counter)
+    #: How many memories of the whole store each cue encodes.
+    df: Mapping[str, int] = field(default_factory=dict)
 
 
-def count_cues(cluster_of: Mapping[str, int], links: Iterable[Link]) -> CueCounts:
-    """Cue frequencies per cluster, from every EncodedBy link of the memories in
-    ``cluster_of`` (memory id -> cluster id); links of other memories are skipped."""
-    counts = CueCounts(total=len(cluster_of), sizes=Counter(cluster_of.values()))
+def sample_cues(
+    backend: StorageBackend, members: Mapping[int, Sequence[str]], total: int
+) -> CueCounts:
+    """Cue counts over up to ``SAMPLE`` memories of each cluster (``members``: cluster
+    id -> memory ids, the ones to sample first first), with each cue's degree in the
+    whole store. Reading every link of a 100k-memory store takes seconds; a sample of
+    a cluster's strongest memories names it as well."""
+    sample = {k: list(ids[:SAMPLE]) for k, ids in members.items()}
+    cluster_of = {i: k for k, ids in sample.items() for i in ids}
+    counts = CueCounts(total=total, sizes=Counter({k: len(v) for k, v in sample.items()}))
+    links = backend.cues_of(list(cluster_of)) if cluster_of else []
     for link in links:
-        cluster = cluster_of.get(link.engram_id)
-        if cluster is None:
-            continue
-        counts.df[link.cue_id] += 1
-        counts.per_cluster[cluster][link.cue_id] += 1
+        counts.per_cluster[cluster_of[link.engram_id]][link.cue_id] += 1
+    seen = sorted({link.cue_id for link in links})
+    counts.df = backend.cue_degrees(seen) if seen else {}
     return counts
 
 
@@ -49,7 +63,7 @@ def top_cues(counts: CueCounts, cluster: int, k: int = TOP_CUES) -> list[str]:
         return []
     scored = []
     for cue, n in counts.per_cluster.get(cluster, Counter()).items():
-        score = (n / size) * math.log(counts.total / counts.df[cue])
+        score = (n / size) * math.log(counts.total / max(n, counts.df.get(cue, n)))
         if score > 0:
             scored.append((-score, cue))
     return [cue for _, cue in sorted(scored)[:k]]

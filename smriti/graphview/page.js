@@ -37,17 +37,15 @@
   edgePath(scene.cue_edges, "cue-edge");
   edgePath(scene.associations, "assoc-edge");
   var memoryDots = [], cueDots = [];
-  var byDegree = scene.cues.slice().sort(function (a, b) { return b.memories - a.memories; });
+  // name the cues that name clusters (hub cues sit in the middle and say little)
   var labelled = {};
-  byDegree.slice(0, 25).forEach(function (c) { labelled[c.id] = true; });
+  scene.legend.forEach(function (c) {
+    c.top_cues.slice(0, 2).forEach(function (name) { labelled[name] = true; });
+  });
   scene.cues.forEach(function (c) {
     var dot = el("circle", { cx: px(c), cy: py(c), r: c.r, "class": "cue" }, svg);
     el("title", {}, dot).textContent = "cue: " + c.name + " (" + c.memories + " memories)";
     cueDots.push(dot);
-    if (labelled[c.id]) {
-      var label = el("text", { x: px(c), y: (py(c) - 4).toFixed(1), "class": "cue-label" }, svg);
-      label.textContent = c.name;
-    }
   });
   scene.memories.forEach(function (m, i) {
     var dot = el("circle", { cx: px(m), cy: py(m), r: m.r, fill: m.colour, "class": "memory" }, svg);
@@ -56,6 +54,10 @@
     memoryDots.push(dot);
   });
   var circles = memoryDots.concat(cueDots); // the order of `nodes`
+  scene.cues.forEach(function (c) { // on top of the memories
+    if (!labelled[c.name]) return;
+    el("text", { x: px(c), y: (py(c) - 4).toFixed(1), "class": "cue-label" }, svg).textContent = c.name;
+  });
 
   function show(i) {
     var m = scene.memories[i];
@@ -77,17 +79,20 @@
       if (hit && i < scene.memories.length) hits++;
     });
     text("matches", match === null ? "" : hits + " matching memories");
+    document.body.dataset.matches = match === null ? "" : String(hits);
   }
 
-  document.getElementById("search").addEventListener("input", function (event) {
-    var q = event.target.value.trim().toLowerCase();
+  function search(value) {
+    var q = value.trim().toLowerCase();
     if (!q) return highlight(null);
     highlight(function (n, i) {
       if (i >= scene.memories.length) return n.name.toLowerCase().indexOf(q) >= 0;
       var hay = (n.summary + " " + n.id + " " + cuesOf[i].join(" ")).toLowerCase();
       return hay.indexOf(q) >= 0;
     });
-  });
+  }
+  var box = document.getElementById("search");
+  box.addEventListener("input", function () { search(box.value); });
 
   var legend = document.getElementById("legend");
   scene.legend.forEach(function (c) {
@@ -132,5 +137,10 @@
   text("caption", scene.caption);
   document.body.dataset.nodes = String(scene.memories.length);
   document.body.dataset.cues = String(scene.cues.length);
+  // page.html#q=words opens with that search (a link that shows something)
+  if (location.hash.indexOf("#q=") === 0) {
+    box.value = decodeURIComponent(location.hash.slice(3));
+    search(box.value);
+  }
   document.body.dataset.ready = "1";
 })();

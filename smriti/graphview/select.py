@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from smriti.errors import InvalidInput, NotFound
 from smriti.graphview import DEFAULT_LIMIT
-from smriti.graphview.labels import CueCounts, cluster_name, count_cues, top_cues
+from smriti.graphview.labels import CueCounts, cluster_name, sample_cues, top_cues
 from smriti.model import Cue
 from smriti.storage import EngramStats
 
@@ -57,20 +57,22 @@ def select_graph(
         raise InvalidInput("limit must be at least 1 and hops at least 0")
     backend = engine.backend
     stats = {s.id: s for s in backend.engram_stats()}
+    order = strongest_first(stats)
     hop_of: dict[str, int] = {}
     if around:
         if around not in stats:
             raise NotFound(f"no memory with id {around!r} for user {engine.user!r}")
         hop_of = neighbourhood(backend, around, hops, stats, budget=20 * limit)
-        candidates = list(hop_of)
+        rank = {i: n for n, i in enumerate(order)}
+        candidates = sorted(hop_of, key=lambda i: (hop_of[i], rank[i]))
     else:
-        candidates = list(stats)
+        candidates = order
     if cluster is not None:
         candidates = [i for i in candidates if stats[i].cluster_id == cluster]
-    candidates.sort(key=lambda i: (hop_of.get(i, 0), -strength(stats[i]), i))
     chosen = candidates[:limit]
-    counts = count_cues({i: s.cluster_id for i, s in stats.items()}, backend.iter_links())
-    data = _subgraph(backend, chosen, stats, hop_of, counts)
+    shown = {stats[i].cluster_id for i in chosen}
+    members = {k: v for k, v in by_cluster(order, stats).items() if k in shown}
+    data = _subgraph(backend, chosen, stats, hop_of, sample_cues(backend, members, len(stats)))
     data.update(
         total_memories=len(stats),
         candidates=len(candidates),
@@ -79,6 +81,20 @@ def select_graph(
         filters={"cluster": cluster, "around": around, "hops": hops if around else None},
     )
     return data
+
+
+def strongest_first(stats: Mapping[str, EngramStats]) -> list[str]:
+    """Memory ids by strength, strongest first (ties by id)."""
+    power = {i: strength(s) for i, s in stats.items()}
+    return sorted(power, key=lambda i: (-power[i], i))
+
+
+def by_cluster(order: Sequence[str], stats: Mapping[str, EngramStats]) -> dict[int, list[str]]:
+    """Cluster id -> its memory ids, in ``order``."""
+    out: dict[int, list[str]] = {}
+    for engram_id in order:
+        out.setdefault(stats[engram_id].cluster_id, []).append(engram_id)
+    return out
 
 
 def neighbourhood(
@@ -121,6 +137,7 @@ def _subgraph(
     degree = Counter(link.cue_id for link in links)
     shown = {c for c, n in degree.items() if n >= 2 or len(chosen) <= ALL_CUES_UP_TO}
     clusters = sorted({stats[i].cluster_id for i in chosen})
+    sizes = Counter(s.cluster_id for s in stats.values())
     labels = {k: top_cues(counts, k) for k in clusters}
     found = cues_by_id(backend, shown | {c for ids in labels.values() for c in ids})
     names = {c: cue.name for c, cue in found.items()}
@@ -158,7 +175,7 @@ def _subgraph(
         "clusters": [
             {
                 "id": k,
-                "size": counts.sizes.get(k, 0),
+                "size": sizes[k],
                 "shown": sum(1 for i in chosen if stats[i].cluster_id == k),
                 "top_cues": [names.get(c, c) for c in labels[k]],
                 "label": cluster_name(k, [names.get(c, c) for c in labels[k]]),
@@ -201,27 +218,21 @@ def cluster_table(engine: Engine) -> dict[str, Any]:
     """Every cluster, largest first: size, most specific cues and its strongest memory."""
     backend = engine.backend
     stats = {s.id: s for s in backend.engram_stats()}
-    counts = count_cues({i: s.cluster_id for i, s in stats.items()}, backend.iter_links())
-    strongest: dict[int, str] = {}
-    for engram_id, s in stats.items():
-        best = strongest.get(s.cluster_id)
-        if best is None or strength(s) > strength(stats[best]):  # ties: the first id
-            strongest[s.cluster_id] = engram_id
-    labels = {k: top_cues(counts, k) for k in counts.sizes}
+    members = by_cluster(strongest_first(stats), stats)
+    counts = sample_cues(backend, members, len(stats))
+    labels = {k: top_cues(counts, k) for k in members}
     found = cues_by_id(backend, (c for ids in labels.values() for c in ids))
-    names = {c: cue.name for c, cue in found.items()}
-    samples = {e.id: e for e in backend.get_engrams(list(strongest.values()))}
-    order = sorted(counts.sizes, key=lambda k: (k < 0, -counts.sizes[k], k))
+    samples = {e.id: e for e in backend.get_engrams([ids[0] for ids in members.values()])}
     rows = []
-    for k in order:
-        sample = samples.get(strongest[k])
+    for k in sorted(members, key=lambda k: (k < 0, -len(members[k]), k)):
+        sample = samples.get(members[k][0])
         rows.append(
             {
                 "id": k,
-                "size": counts.sizes[k],
-                "top_cues": [names.get(c, c) for c in labels[k]],
+                "size": len(members[k]),
+                "top_cues": [found[c].name if c in found else c for c in labels[k]],
                 "sample": {
-                    "id": strongest[k],
+                    "id": members[k][0],
                     "summary": _cut(sample.summary or sample.content) if sample else "",
                 },
             }
