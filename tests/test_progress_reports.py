@@ -154,3 +154,42 @@ def _read_all(fd: int) -> str:
         chunks.append(chunk)
     os.close(fd)
     return b"".join(chunks).decode(errors="replace")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_stdio_server_through_the_owner_sends_progress(
+    tmp_path: Path, anyio_backend: str
+) -> None:
+    """The real path: a stdio server whose store is in the owner process; the owner's
+    progress reaches the server's reader thread and becomes MCP notifications."""
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(
+        STORAGE_LOCATION=str(tmp_path / "store"),
+        ACCESSING_USER="stdio-progress",
+        HOME=str(tmp_path / "home"),
+        SMRITI_EMBEDDER="lexical",
+        HF_HUB_OFFLINE="1",
+        SMRITI_OWNER_IDLE="2",
+        BACKUP_TYPE="none",
+    )
+    seen: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, message))
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "smriti"], env=env)
+    with (tmp_path / "stderr.log").open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+            for i in range(5):
+                stored = await client.call_tool("smriti_store", {"content": f"whale song {i}"})
+                assert not stored.is_error, stored
+            done = await client.call_tool(
+                "smriti_manage", {"action": "consolidate"}, progress_callback=on_progress
+            )
+            assert not done.is_error, done
+    assert seen, (tmp_path / "stderr.log").read_text()
+    assert [p for p, _ in seen] == sorted({p for p, _ in seen})
+    assert (seen[0][1] or "").startswith("consolidating: memories")
