@@ -8,7 +8,7 @@
 2. Kills. ``--kill-rounds`` runs of the mixed workload of ``smriti.testing.owner_load``
    (three stdio servers driven by the MCP SDK client plus CLI commands, 1,000 calls)
    while the owner is SIGKILLed at random points: kills, calls, errors, lost and
-   duplicated memories.
+   duplicated memories, and how long the clients waited for an answer after a kill.
 
     uv run python bench/owner.py                       # 10k store, 10 s per level, 3 kill rounds
     uv run python bench/owner.py --size 1k --seconds 3 --kill-rounds 1
@@ -132,7 +132,10 @@ def kills(args: argparse.Namespace) -> list[dict[str, Any]]:
     rounds = []
     for n in range(args.kill_rounds):
         with tempfile.TemporaryDirectory(prefix="smriti-owner-kill-") as tmp:
-            result = run_load(Path(tmp) / "store", kill_every=(0.5, 2.5), seed=100 + n)
+            extra = {"SMRITI_EMBEDDER": args.embedder}
+            result = run_load(
+                Path(tmp) / "store", kill_every=(0.5, 2.5), seed=100 + n, env_extra=extra
+            )
             rounds.append(result.to_dict())
             print(f"kill round {n + 1}: {result.to_dict()}", flush=True)
     return rounds
@@ -143,6 +146,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--size", type=parse_size, default=10_000)
     parser.add_argument("--seconds", type=float, default=10.0, help="per stream count")
     parser.add_argument("--kill-rounds", type=int, default=3)
+    parser.add_argument(
+        "--embedder",
+        default="lexical",
+        help="embedder of the kill rounds: lexical (no model), or local (the pinned "
+        "model, which each new owner loads again: it must be in the model cache, or set "
+        "SMRITI_LOCAL_MODEL)",
+    )
     parser.add_argument("--log-level", default="warning")
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -164,6 +174,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ]
     print(table(("STREAMS", "RECALLS/S", "VS 1 STREAM", "P50 MS"), rows))
     payload["kills"] = kills(args)
+    payload["kill_embedder"] = args.embedder
     path = write_results("owner", payload)
     print(f"wrote {path}")
 

@@ -54,6 +54,23 @@ def _wait_for(predicate, seconds: float = 20.0) -> bool:  # noqa: ANN001
     return False
 
 
+@contextlib.contextmanager
+def _stdio_server(env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
+    """A ``smriti`` stdio server, as an MCP client starts it; stopped by closing stdin."""
+    server = subprocess.Popen(
+        [smriti_command()],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        yield server
+    finally:
+        server.stdin.close()  # type: ignore[union-attr]
+        server.wait(timeout=60)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -134,14 +151,7 @@ def test_a_second_owner_waits_instead_of_taking_over(store: Path) -> None:
 
 def test_stats_and_owner_status_name_the_attached_processes(store: Path) -> None:
     env = load_env(store, USER)
-    server = subprocess.Popen(
-        [smriti_command()],
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
+    with _stdio_server(env) as server:
         assert _wait_for(lambda: owner_pid(store, USER) is not None)
         status = _json(cli(env, "owner", "status", "--json"))
         kinds = {c["kind"] for c in status["clients"]}
@@ -152,9 +162,6 @@ def test_stats_and_owner_status_name_the_attached_processes(store: Path) -> None
         assert stats["owner_pid"] == status["pid"] and stats["attached_processes"] == 2
         text = cli(env, "owner", "status").stdout
         assert "stdio server" in text and str(server.pid) in text
-    finally:
-        server.stdin.close()  # type: ignore[union-attr]
-        server.wait(timeout=60)
 
 
 def test_doctor_shows_the_owner(store: Path) -> None:
@@ -168,22 +175,12 @@ def test_doctor_shows_the_owner(store: Path) -> None:
 
 def test_owner_off_is_one_process_at_a_time(store: Path) -> None:
     env = load_env(store, USER, SMRITI_OWNER="off")
-    server = subprocess.Popen(
-        [smriti_command()],
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
+    with _stdio_server(env):
         assert _wait_for(lambda: (store / USER / "memory.kuzu").exists())
         time.sleep(1)
         done = cli(env, "stats")
         assert done.returncode == 1 and "in use by another process" in done.stderr
         assert not (store / USER / "owner.sock").exists()
-    finally:
-        server.stdin.close()  # type: ignore[union-attr]
-        server.wait(timeout=60)
 
 
 def test_other_settings_restart_an_owner_nobody_else_uses(store: Path) -> None:
@@ -193,22 +190,12 @@ def test_other_settings_restart_an_owner_nobody_else_uses(store: Path) -> None:
     changed = {**env, "WEIGHT_RECENCY": "0.3"}
     assert _json(cli(changed, "stats", "--json"))["owner_pid"] != first
     # With another process attached, the owner keeps its settings and says so.
-    server = subprocess.Popen(
-        [smriti_command()],
-        env=changed,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
+    with _stdio_server(changed):
         assert _wait_for(lambda: _attached(env) >= 1)
         second = owner_pid(store, USER)
         done = cli(env, "stats", "--json")
         assert _json(done)["owner_pid"] == second
         assert "other settings" in done.stderr and "WEIGHT_RECENCY" in done.stderr
-    finally:
-        server.stdin.close()  # type: ignore[union-attr]
-        server.wait(timeout=60)
 
 
 def _attached(env: dict[str, str]) -> int:

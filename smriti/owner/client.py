@@ -37,6 +37,8 @@ log = get_logger(__name__)
 MAX_ATTEMPTS = 10
 #: How often a client tries to start an owner that dies before it is ready.
 START_ATTEMPTS = 4
+#: How long a startup error is given again without starting another owner.
+START_RETRY_SECONDS = 2.0
 
 
 class _NotExecuted(Exception):
@@ -204,6 +206,8 @@ class RemoteService(Service):
         self._warned = False
         #: Whether this service may start an owner (a look at a running one may not).
         self._may_start = True
+        #: When an owner last failed to start, and its error.
+        self._start_failure: tuple[float, dict[str, Any]] | None = None
         self.owner: dict[str, Any] = {}
 
     @classmethod
@@ -391,12 +395,21 @@ class RemoteService(Service):
         return False
 
     def _start_owner(self) -> None:
-        """Start an owner and wait until it is ready (or raise its startup error)."""
+        """Start an owner and wait until it is ready (or raise its startup error).
+
+        An owner that just failed to start (a broken setting, a damaged store) fails
+        the calls of the next ``START_RETRY_SECONDS`` with the same error instead of
+        starting an owner for each of them."""
+        failed = self._start_failure
+        if failed is not None and time.monotonic() - failed[0] < START_RETRY_SECONDS:
+            raise protocol.error_from(failed[1])
         for _ in range(START_ATTEMPTS):
             state, detail = spawn.start_owner(self.settings, self.paths)
             if state == "ready":
+                self._start_failure = None
                 return
             if state == "error":
+                self._start_failure = (time.monotonic(), detail)
                 raise protocol.error_from(detail)
             log.warning("the owner process died while starting; starting another")
         raise BackendError(f"the Smriti owner process does not start; see {self.paths.log}")

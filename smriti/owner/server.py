@@ -45,8 +45,8 @@ log = get_logger(__name__)
 
 #: How long a new owner waits for the previous one to let go of the store.
 LOCK_WAIT_SECONDS = 120.0
-#: How long a stopping owner lets the requests it has finish.
-STOP_GRACE_SECONDS = 60.0
+#: How often a stopping owner says it still waits for requests under way.
+WAIT_LOG_SECONDS = 10.0
 #: Requests run at once (reads run in parallel where the backend allows).
 WORKERS = 16
 #: Recalls run at once. Recall is CPU-bound (its vector scans already use every core),
@@ -257,7 +257,10 @@ class OwnerServer:
     def _shutdown(self) -> None:
         self._stop_listening()
         with self._lock:
-            self._lock.wait_for(lambda: self._inflight == 0, timeout=STOP_GRACE_SECONDS)
+            # Every request under way finishes first (a re-embedding may take minutes):
+            # closing the store under a running write would fail it halfway.
+            while not self._lock.wait_for(lambda: self._inflight == 0, timeout=WAIT_LOG_SECONDS):
+                log.info("owner stopping; waiting for requests under way", left=self._inflight)
             clients = list(self._clients.values())
         for client in clients:
             with suppress(OSError):

@@ -48,6 +48,20 @@ class LoadResult:
     #: Engram id -> content, from ``smriti export`` after the run.
     exported: dict[str, str] = field(default_factory=dict)
     exported_records: int = 0
+    #: When each kill happened and each call was answered (time.monotonic()).
+    kill_times: list[float] = field(default_factory=list)
+    answer_times: list[float] = field(default_factory=list)
+
+    @property
+    def recovery_seconds(self) -> list[float]:
+        """For each kill, how long until a client next got an answer."""
+        answers = sorted(self.answer_times)
+        out = []
+        for killed in self.kill_times:
+            after = next((t for t in answers if t > killed), None)
+            if after is not None:
+                out.append(after - killed)
+        return out
 
     @property
     def in_flight_failures(self) -> int:
@@ -82,7 +96,17 @@ class LoadResult:
             "duplicated": self.duplicated,
             "in_flight_failures": self.in_flight_failures,
             "other_errors": len(self.other_errors),
+            "recovery_max_s": round(max(self.recovery_seconds, default=0.0), 2),
+            "recovery_median_s": round(_median(self.recovery_seconds), 2),
         }
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def load_env(store: Path, user: str = "load", **extra: str) -> dict[str, str]:
@@ -131,11 +155,13 @@ def run_load(
     kill_every: tuple[float, float] | None = None,
     seed: int = 7,
     user: str = "load",
+    env_extra: dict[str, str] | None = None,
 ) -> LoadResult:
     """Run the mixed workload (see the module docstring); ``kill_every`` is the range
-    of seconds between two SIGKILLs of the owner (None: no kills)."""
+    of seconds between two SIGKILLs of the owner (None: no kills); ``env_extra``
+    overrides the environment (e.g. another embedder)."""
     result = LoadResult()
-    env = load_env(store, user)
+    env = load_env(store, user, **(env_extra or {}))
     started = time.perf_counter()
     anyio.run(
         _run, env, result, servers, calls_per_server, cli_calls, kill_every, seed, store, user
@@ -183,6 +209,7 @@ async def _server_client(
                 tool, arguments, content = _mixed_call(rng, name, i)
                 answer = await client.call_tool(tool, arguments)
                 result.calls += 1
+                result.answer_times.append(time.monotonic())
                 text = " ".join(getattr(c, "text", "") for c in answer.content)
                 if answer.is_error:
                     result.errors.append((name, text))
@@ -216,6 +243,7 @@ async def _cli_client(env: dict[str, str], result: LoadResult, calls: int, seed:
             command = ("recall", "boxes") if i % 4 == 1 else ("stats",)
             done = await anyio.to_thread.run_sync(cli, env, *command, "--json")
         result.calls += 1
+        result.answer_times.append(time.monotonic())
         if done.returncode != 0:
             result.errors.append(("cli", done.stderr.strip()[-500:]))
 
@@ -242,6 +270,7 @@ async def _killer(
             continue
         killed.add(pid)
         result.kills += 1
+        result.kill_times.append(time.monotonic())
 
 
 def _read_export(env: dict[str, str], store: Path, result: LoadResult) -> None:
