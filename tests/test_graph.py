@@ -282,6 +282,9 @@ def test_graph_formats_options_and_errors(cli_store: dict[str, str], tmp_path: P
     assert scene["memories"][0]["id"] == "m00100" and scene["size_by"] == "access"
     missing = smriti(cli_store, "graph", str(tmp_path / "x.html"), "--around", "nope")
     assert missing.returncode == 1 and "no memory with id 'nope'" in missing.stderr
+    empty = smriti(cli_store, "graph", str(tmp_path / "x.html"), "--cluster", "4242")
+    assert empty.returncode == 1 and "no memory is in cluster 4242" in empty.stderr
+    assert not (tmp_path / "x.html").exists()
     nowhere = smriti(cli_store, "graph", str(tmp_path / "no" / "x.html"))
     assert nowhere.returncode == 2 and "does not exist" in nowhere.stderr
 

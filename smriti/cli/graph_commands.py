@@ -101,7 +101,7 @@ def _format_graph(d: dict[str, Any]) -> str:
     line = (
         f"wrote {d['path']} ({d['format']}, {d['bytes'] / 1024:,.0f} KB): {d['memories']:,} "
         f"memories of {d['total_memories']:,}, {d['cues']:,} cues, {d['associations']:,} "
-        f"associations, {d['clusters']} clusters"
+        f"associations, {_count(d['clusters'], 'cluster')}"
     )
     if d["limited"]:
         line += (
@@ -132,7 +132,12 @@ def _format_clusters(d: dict[str, Any]) -> str:
         for c in d["clusters"]
     ]
     table = output.table(("CLUSTER", "MEMORIES", "TOP CUES", "SAMPLE"), rows)
-    return f"{table}\n{len(d['clusters'])} clusters, {d['total_memories']:,} memories"
+    memories = _count(d["total_memories"], "memory", "memories")
+    return f"{table}\n{_count(len(d['clusters']), 'cluster')}, {memories}"
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else many or one + 's'}"
 
 
 def _limit(text: str) -> int:

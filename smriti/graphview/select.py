@@ -51,7 +51,8 @@ def select_graph(
 
     ``cluster`` keeps one cluster; ``around`` a memory and what lies within ``hops``
     steps of it over associations and shared cues (nearest first); ``limit`` the
-    strongest memories of what is left. NotFound when ``around`` is not a memory.
+    strongest memories of what is left. NotFound when ``around`` is not a memory or no
+    memory is in ``cluster``.
     """
     if limit < 1 or hops < 0:
         raise InvalidInput("limit must be at least 1 and hops at least 0")
@@ -69,6 +70,13 @@ def select_graph(
         candidates = order
     if cluster is not None:
         candidates = [i for i in candidates if stats[i].cluster_id == cluster]
+        if not candidates and not around:
+            known = sorted({s.cluster_id for s in stats.values()})
+            listed = ", ".join(str(k) for k in known[:20]) or "none yet"
+            raise NotFound(
+                f"no memory is in cluster {cluster} (clusters: {listed}; -1 is unassigned, "
+                "and `smriti clusters` lists them)"
+            )
     chosen = candidates[:limit]
     shown = {stats[i].cluster_id for i in chosen}
     members = {k: v for k, v in by_cluster(order, stats).items() if k in shown}
