@@ -61,6 +61,13 @@ def error_from(payload: dict[str, Any]) -> errors.SmritiError:
 
 def peer_uid(sock: socket.socket) -> int | None:
     """The uid of the process at the other end of a Unix socket (None if unknown)."""
+    try:
+        return _peer_uid(sock)
+    except (OSError, struct.error):
+        return None
+
+
+def _peer_uid(sock: socket.socket) -> int | None:
     if sys.platform.startswith("linux"):
         creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
         return struct.unpack("3i", creds)[1]

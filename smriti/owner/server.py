@@ -134,6 +134,7 @@ class OwnerServer:
         self._last_activity = time.monotonic()
         self._closing = False
         self._listener: socket.socket | None = None
+        self._unknown_peers_noted = False
         self._lock_fd: int | None = None
         self._notices: deque[tuple[int, dict[str, Any]]] = deque(maxlen=NOTICES_KEPT)
         self._notice_numbers = itertools.count(1)
@@ -336,7 +337,12 @@ class OwnerServer:
             except OSError:
                 return  # closed by _stop_listening
             uid = protocol.peer_uid(sock)
-            if uid != os.getuid():
+            if uid is None and not self._unknown_peers_noted:
+                # Only where the system cannot say; the socket's mode 0600 still keeps
+                # other users out.
+                log.info("the connecting process's uid cannot be read here")
+                self._unknown_peers_noted = True
+            if uid is not None and uid != os.getuid():
                 log.warning("refused a connection from another user", peer_uid=uid)
                 sock.close()
                 continue
