@@ -371,18 +371,20 @@ class RemoteService(Service):
     def _should_hand_over(self, hello: dict[str, Any]) -> bool:
         """Whether to ask the owner to stop so that one with this process's settings
         (or version) starts: only when no other process is attached to it."""
-        same = hello.get("protocol") == protocol.PROTOCOL and hello.get("version") == __version__
+        speaks = hello.get("protocol") == protocol.PROTOCOL
         differences = spawn.differences(hello.get("fingerprint") or {}, self.fingerprint)
-        if same and not differences:
+        if hello.get("version") != __version__:
+            differences.append("the Smriti version")  # an upgrade: its owner runs the old code
+        if speaks and not differences:
             return False
         if not hello.get("others") and not self._handed_over:
             log.info("restarting the owner with this process's settings", changed=differences)
             return True
-        if not same:
+        if not speaks:
             raise BackendError(
                 f"the Smriti owner process (pid {hello.get('pid')}) runs version "
-                f"{hello.get('version')} and serves other processes; stop them or run "
-                "`smriti owner stop`"
+                f"{hello.get('version')}, which this version cannot talk to, and serves other "
+                "processes; restart them, or run `smriti owner stop`"
             )
         if not self._warned:
             self._warned = True
