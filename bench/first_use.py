@@ -58,6 +58,9 @@ def main() -> None:
             **os.environ,
             "STORAGE_LOCATION": str(root / "store"),
             "XDG_CACHE_HOME": str(root / "cache"),
+            # The store's owner process leaves soon after, not 5 minutes into a removed
+            # directory; the time to the first recall does not depend on it.
+            "SMRITI_OWNER_IDLE": "3",
         }
         for key in ("LLM_API_KEY", "EMBEDDING_API_KEY", "OPENAI_API_KEY", "VIRTUAL_ENV"):
             env.pop(key, None)

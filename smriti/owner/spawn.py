@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 #: Environment variables besides the settings that change what an owner does.
 EXTRA_PREFIXES = ("SMRITI_", "HF_")
+EXTRA_NAMES = ("XDG_CACHE_HOME", "TRANSFORMERS_OFFLINE")  # where the model is, if it may be fetched
 #: Variables that only concern the process that reads them, never the owner's work.
 CLIENT_ONLY = ("SMRITI_OWNER", "LOG_LEVEL")
 SECRET_EXTRA = ("HF_TOKEN",)
@@ -73,7 +74,8 @@ def fingerprint(settings: Settings) -> dict[str, str]:
             value = value.expanduser().resolve()
         out[var] = _digest(str(value)) if f.name in SECRET_FIELDS else str(value)
     for var, value in (settings.env or {}).items():
-        if var.startswith(EXTRA_PREFIXES) and not var.startswith(CLIENT_ONLY) and var not in out:
+        relevant = var.startswith(EXTRA_PREFIXES) or var in EXTRA_NAMES
+        if relevant and not var.startswith(CLIENT_ONLY) and var not in out:
             out[var] = _digest(value) if var in SECRET_EXTRA else value
     return out
 
