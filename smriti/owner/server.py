@@ -55,8 +55,10 @@ WORKERS = 16
 RECALL_SLOTS = max(2, os.cpu_count() or 2)
 #: Progress relayed to a client at most this often.
 PROGRESS_SECONDS = 0.2
-#: Warnings kept to hand to processes that attach later.
+#: Warnings kept to hand to processes that attach later, and for how long: a process
+#: attaching hours later should not be told of an old failed backup push.
 NOTICES_KEPT = 20
+NOTICE_SECONDS = 600.0
 
 
 class _Client:
@@ -136,7 +138,8 @@ class OwnerServer:
         self._listener: socket.socket | None = None
         self._unknown_peers_noted = False
         self._lock_fd: int | None = None
-        self._notices: deque[tuple[int, dict[str, Any]]] = deque(maxlen=NOTICES_KEPT)
+        #: (number, when, record) of the warnings kept.
+        self._notices: deque[tuple[int, float, dict[str, Any]]] = deque(maxlen=NOTICES_KEPT)
         self._notice_numbers = itertools.count(1)
         self._pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="smriti-owner")
         self._recall_slots = threading.BoundedSemaphore(RECALL_SLOTS)
@@ -309,17 +312,21 @@ class OwnerServer:
     def notice(self, event: dict[str, Any]) -> None:
         """Keep a warning or error the owner logged, for the processes it serves: their
         users (a CLI in a terminal, an MCP client's log) would never see the owner's log.
-        The same warning is kept once."""
+        The same warning is kept once, as recent as its last occurrence."""
         record = {k: v for k, v in event.items() if k not in ("timestamp", "logger")}
+        now = time.monotonic()
         with self._lock:
-            if any(kept == record for _, kept in self._notices):
-                return
-            self._notices.append((next(self._notice_numbers), record))
+            for n, (number, _, kept) in enumerate(self._notices):
+                if kept == record:
+                    self._notices[n] = (number, now, kept)
+                    return
+            self._notices.append((next(self._notice_numbers), now, record))
 
     def _answer(self, client: _Client, message: dict[str, Any]) -> None:
         """Send an answer with the warnings this process has not been handed yet."""
         with self._lock:
-            fresh = [(n, r) for n, r in self._notices if n > client.seen]
+            since = time.monotonic() - NOTICE_SECONDS
+            fresh = [(n, r) for n, at, r in self._notices if n > client.seen and at > since]
             if fresh:
                 client.seen = fresh[-1][0]
         if fresh:
