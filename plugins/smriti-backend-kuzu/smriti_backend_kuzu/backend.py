@@ -23,6 +23,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from smriti.engine.gate import WriteGate
 from smriti.errors import BackendError, StorageFullError, StoreLockedError
 from smriti.logs import get_logger
 from smriti.storage import StorageBackend
@@ -104,6 +105,12 @@ class KuzuBackend(
         self._conns: list[Any] = []
         self._conns_lock = threading.Lock()
         self._write_lock = threading.RLock()
+        #: Reads pass together; a commit or checkpoint passes alone. Kùzu 0.11.3
+        #: checkpoints inside COMMIT (forced after a COPY or an index DDL) while holding
+        #: the lock every transaction needs to end, so a read running meanwhile cannot
+        #: finish, and after 5 s the commit fails ("Timeout waiting for active
+        #: transactions"); several processes sharing one owner made that frequent.
+        self._quiet = WriteGate()
         self._generation = 0
         #: The generation (open database) whose extensions are loaded.
         self._extensions = -1
@@ -304,7 +311,9 @@ class KuzuBackend(
         """How many memories the store holds (the mirror's count, with the queued ones)."""
         if self.mirror is not None:
             return len(self.mirror.rows)
-        return int(self._exec(self._conn(), "MATCH (e:Engram) RETURN count(e)").get_all()[0][0])
+        conn = self._conn()
+        with self._quiet.shared():
+            return int(self._exec(conn, "MATCH (e:Engram) RETURN count(e)").get_all()[0][0])
 
     def _save_manifest(self) -> None:
         """Raise (or lower) the manifest to the store's count and file size, once the
@@ -392,8 +401,10 @@ class KuzuBackend(
                 self.flush_strengthening()
             except StorageFullError as exc:  # access updates are best effort (strengthen)
                 log.warning("access strengthening not saved", path=str(self.path), error=str(exc))
+        conn = self._conn()  # first: making one may take the lock a checkpoint holds
         try:
-            return self._exec(self._conn(), query, params).get_all()
+            with self._quiet.shared():
+                return self._exec(conn, query, params).get_all()
         except RuntimeError as exc:
             raise self._kuzu_error(exc, f"Kùzu query failed on {self.path}") from exc
 
@@ -464,7 +475,8 @@ class KuzuBackend(
 
     def _commit(self, conn: Any) -> None:
         try:
-            conn.execute("COMMIT")
+            with self._quiet.exclusive():  # it may checkpoint: no read may be running
+                conn.execute("COMMIT")
         except RuntimeError as exc:
             raise self._kuzu_error(exc, f"Kùzu commit failed on {self.path}") from exc
 

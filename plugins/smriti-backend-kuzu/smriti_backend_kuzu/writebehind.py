@@ -262,7 +262,9 @@ class WriteBehindMixin(_Self):  # type: ignore[misc,valid-type]
             return False
         with self._kuzu_lock:  # held while trimming: no batch is in flight meanwhile
             try:
-                self._conn().execute("CHECKPOINT")
+                conn = self._conn()
+                with self._quiet.exclusive():  # see KuzuBackend._quiet
+                    conn.execute("CHECKPOINT")
             except RuntimeError as exc:  # harmless in Kùzu 0.11.3 (durability)
                 log.warning(
                     "kuzu checkpoint failed; retried later", path=str(self.path), error=str(exc)

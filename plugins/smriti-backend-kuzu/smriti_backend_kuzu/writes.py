@@ -566,10 +566,12 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             return
         columns = ", ".join(f"{f} {t}" for f, t in _STAGED_TYPES.items())
         with self._exclusive(), self._errors():
-            self._conn().execute(
-                f"CREATE NODE TABLE IF NOT EXISTS {STAGING_TABLE}"
-                f"(key STRING, id STRING, {columns}, PRIMARY KEY(key))"
-            )
+            conn = self._conn()
+            with self._quiet.exclusive():  # DDL commits: see KuzuBackend._quiet
+                conn.execute(
+                    f"CREATE NODE TABLE IF NOT EXISTS {STAGING_TABLE}"
+                    f"(key STRING, id STRING, {columns}, PRIMARY KEY(key))"
+                )
         self._staging_ready = True
 
     def _staged_update(
@@ -698,8 +700,10 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         if self.mirror is None or FTS_INDEX not in self.index_names():
             return
         with self._exclusive(), self._errors():
-            self._conn().execute(f"CALL DROP_FTS_INDEX('Engram', '{FTS_INDEX}')")
-            self._conn().execute("CHECKPOINT")
+            conn = self._conn()
+            with self._quiet.exclusive():  # DDL and checkpoint: see KuzuBackend._quiet
+                conn.execute(f"CALL DROP_FTS_INDEX('Engram', '{FTS_INDEX}')")
+                conn.execute("CHECKPOINT")
         self._schema_epoch += 1
         log.info("kuzu text index dropped: the mirror serves text search", path=str(self.path))
 
@@ -720,10 +724,12 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         with self._exclusive(), self._errors():
             existing = self.index_names()
             if FTS_INDEX not in existing:
-                self._conn().execute(
-                    f"CALL CREATE_FTS_INDEX('Engram', '{FTS_INDEX}', "
-                    "['content', 'summary', 'tags_text'])",
-                )
+                conn = self._conn()
+                with self._quiet.exclusive():  # index DDL checkpoints: KuzuBackend._quiet
+                    conn.execute(
+                        f"CALL CREATE_FTS_INDEX('Engram', '{FTS_INDEX}', "
+                        "['content', 'summary', 'tags_text'])",
+                    )
                 created.append(FTS_INDEX)
             if VECTOR_INDEX not in existing:
                 self._create_vector_index(int(dims))
@@ -743,9 +749,11 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         self.vector_index_dims = dims
         for page in self.embedding_pages():
             self._index_vectors(conn, [(k, v) for k, v, _ in page if v.shape[0] == dims])
-        conn.execute(
-            f"CALL CREATE_VECTOR_INDEX('EngramVec', '{VECTOR_INDEX}', 'vec', metric := 'cosine')",
-        )
+        with self._quiet.exclusive():  # index DDL checkpoints: see KuzuBackend._quiet
+            conn.execute(
+                f"CALL CREATE_VECTOR_INDEX('EngramVec', '{VECTOR_INDEX}', 'vec', "
+                "metric := 'cosine')",
+            )
         self.set_meta("vector_index_dims", str(dims))
 
     # -- metadata -------------------------------------------------------------------------
