@@ -24,6 +24,7 @@ from smriti.graphview.select import strength
 from smriti.model import Association, Cue, Engram, Link
 from smriti.owner import ops
 from smriti.storage import unit
+from smriti.testing.owner_load import load_env
 
 TOPICS = ("cooking", "running", "music", "travel", "garden", "finance", "pets", "coding")
 WORDS = {t: [f"{t}-{k}" for k in ("alpha", "beta", "gamma", "delta", "omega")] for t in TOPICS}
@@ -177,16 +178,8 @@ def test_same_selection_same_layout(engine: Engine) -> None:
 @pytest.fixture
 def cli_env(tmp_path: Path) -> dict[str, str]:
     """A store for the CLI: no keys, lexical embedder, an owner that leaves soon."""
-    clean = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    clean.update(
-        STORAGE_LOCATION=str(tmp_path / "store"),
-        ACCESSING_USER="viewer",
-        HOME=str(tmp_path / "home"),
-        BACKUP_TYPE="none",
-        SMRITI_EMBEDDER="lexical",
-        HF_HUB_OFFLINE="1",
-        SMRITI_OWNER_IDLE="2",
-        CONSOLIDATION_INTERVAL="0",
+    clean = load_env(
+        tmp_path / "store", "viewer", HOME=str(tmp_path / "home"), SMRITI_OWNER_IDLE="2"
     )
     clean.pop("LOG_LEVEL", None)
     return clean

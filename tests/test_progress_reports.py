@@ -19,6 +19,7 @@ from smriti.engine import Engine
 from smriti.mcp_server import build_server
 from smriti.plugins import create_plugin_manager
 from smriti.progress import Progress
+from smriti.testing.owner_load import load_env
 
 
 class Recorder:
@@ -116,17 +117,9 @@ async def test_manage_consolidate_sends_mcp_progress(engine: Engine, anyio_backe
 
 
 def test_cli_consolidate_draws_a_line_on_a_terminal(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env.update(
-        STORAGE_LOCATION=str(tmp_path / "store"),
-        ACCESSING_USER="tty-user",
-        HOME=str(tmp_path / "home"),
-        BACKUP_TYPE="none",
-        SMRITI_EMBEDDER="lexical",
-        HF_HUB_OFFLINE="1",
-        SMRITI_OWNER_IDLE="2",
+    env = load_env(
+        tmp_path / "store", "tty-user", HOME=str(tmp_path / "home"), SMRITI_OWNER_IDLE="2"
     )
-    env.pop("LOG_LEVEL", None)
     run = [sys.executable, "-m", "smriti"]
     stored = subprocess.run([*run, "store", "tomatoes need compost"], env=env, capture_output=True)
     assert stored.returncode == 0, stored.stderr
@@ -165,15 +158,8 @@ async def test_stdio_server_through_the_owner_sends_progress(
     progress reaches the server's reader thread and becomes MCP notifications."""
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env.update(
-        STORAGE_LOCATION=str(tmp_path / "store"),
-        ACCESSING_USER="stdio-progress",
-        HOME=str(tmp_path / "home"),
-        SMRITI_EMBEDDER="lexical",
-        HF_HUB_OFFLINE="1",
-        SMRITI_OWNER_IDLE="2",
-        BACKUP_TYPE="none",
+    env = load_env(
+        tmp_path / "store", "stdio-progress", HOME=str(tmp_path / "home"), SMRITI_OWNER_IDLE="2"
     )
     seen: list[tuple[float, str | None]] = []
 
