@@ -71,10 +71,12 @@ class _Pending:
             self.bar.advance(int(event["advance"]))
         elif "close" in event:
             self.bar.close()
+            self.bar = None
 
     def finish(self) -> None:
-        if self.bar is not None:
+        if self.bar is not None:  # the owner went away before closing it
             self.bar.close()
+            self.bar = None
         self.done.set()
 
 
