@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,7 +23,7 @@ from smriti.graphview.select import strength
 from smriti.model import Association, Cue, Engram, Link
 from smriti.owner import ops
 from smriti.storage import unit
-from smriti.testing.owner_load import load_env
+from smriti.testing.owner_load import cli, load_env
 
 TOPICS = ("cooking", "running", "music", "travel", "garden", "finance", "pets", "coding")
 WORDS = {t: [f"{t}-{k}" for k in ("alpha", "beta", "gamma", "delta", "omega")] for t in TOPICS}
@@ -197,13 +196,7 @@ def cli_store(cli_env: dict[str, str], engine_factory: Any) -> dict[str, str]:
 
 
 def smriti(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "smriti", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    return cli(env, *args, timeout=180)
 
 
 def chromium() -> Path:
