@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from smriti.model import Association, CoOccurrence, Cue, Engram, EngramUpdate, Link
+from smriti.reads import Expand, Neighbourhood, Seeds, Seek
 
 if TYPE_CHECKING:
     from smriti.config import Settings
@@ -221,64 +222,44 @@ class StorageBackend(ABC):
         """Every engram's consolidation fields, streamed."""
 
     @abstractmethod
-    def vector_search(
-        self, embedding: np.ndarray, k: int, memory_type: str | None = None
-    ) -> list[tuple[str, float]]:
-        """Top-``k`` engram ids by cosine similarity, best first."""
+    def get_cues(self, names: Sequence[str]) -> list[Cue]:
+        """Stored cues whose (normalised) name is in ``names``, with embeddings."""
+
+    @abstractmethod
+    def seek(self, query: Seek) -> Seeds:
+        """A recall's direct hits on every channel in one round trip (``smriti.reads``).
+
+        ``vector`` and ``text`` hold up to ``query.k`` (engram id, score) pairs of
+        ``query.memory_type`` (any type when None), best first: cosine similarity of at
+        least ``query.vector_floor``, and lexical relevance (any positive scale; [] when
+        nothing matches). ``cues`` holds each stored cue whose name is in
+        ``query.cue_names`` (similarity 1.0) or that is among the
+        ``query.cue_neighbours`` nearest cues of a row of ``query.cue_vectors`` with a
+        similarity of at least ``query.cue_similarity`` (the best one counts), each with
+        its degree and up to ``query.cue_fanout`` engrams, most important first (ties by
+        id). ``total`` is the engram count. Skipped channels come back empty.
+        """
 
     def vector_search_above(
         self, embedding: np.ndarray, k: int, min_score: float
     ) -> list[tuple[str, float]]:
         """Top-``k`` engram ids with cosine similarity of at least ``min_score``, best first.
 
-        The store pipeline's association search calls this. The default filters
-        ``vector_search``; a backend whose search can use the floor (to skip most
-        candidates early) overrides it, with the same result.
+        The store pipeline's association search calls this. The default asks ``seek``;
+        a backend with a cheaper vector-only path overrides it, with the same result.
         """
-        return [(i, s) for i, s in self.vector_search(embedding, k) if s >= min_score]
+        return self.seek(Seek(k=k, vector=embedding, vector_floor=min_score)).vector
 
     @abstractmethod
-    def text_search(
-        self, query: str, k: int, memory_type: str | None = None
-    ) -> list[tuple[str, float]]:
-        """Top-``k`` engram ids by lexical relevance over content, summary and tags.
+    def neighbourhood(self, query: Expand) -> Neighbourhood:
+        """One hop around ``query.ids`` in one round trip (``smriti.reads``).
 
-        ``query`` is plain user text, never query syntax: the backend escapes or
-        tokenises it. Returns [] when nothing matches.
-        """
-
-    @abstractmethod
-    def get_cues(self, names: Sequence[str]) -> list[Cue]:
-        """Stored cues whose (normalised) name is in ``names``, with embeddings."""
-
-    @abstractmethod
-    def cue_vector_search(self, embedding: np.ndarray, k: int) -> list[tuple[Cue, float]]:
-        """Top-``k`` cues by cosine similarity of their embeddings, best first."""
-
-    @abstractmethod
-    def engrams_for_cues(
-        self, cue_ids: Sequence[str], limit_per_cue: int
-    ) -> dict[str, list[tuple[str, float]]]:
-        """For each cue id, up to ``limit_per_cue`` (engram id, EncodedBy strength).
-
-        Engrams are taken most important first, so hub cues stay bounded.
-        """
-
-    @abstractmethod
-    def cue_degrees(self, cue_ids: Sequence[str]) -> dict[str, int]:
-        """How many engrams each cue encodes (for IDF-like down-weighting)."""
-
-    @abstractmethod
-    def cues_of(self, engram_ids: Sequence[str]) -> list[Link]:
-        """The EncodedBy edges of these engrams."""
-
-    @abstractmethod
-    def associations_of(
-        self, engram_ids: Sequence[str], limit_per_engram: int
-    ) -> list[Association]:
-        """AssociatedWith edges touching these engrams in either direction.
-
-        Up to ``limit_per_engram`` strongest edges per engram and direction.
+        ``associations``: AssociatedWith edges touching the ids in either direction,
+        up to ``query.edges`` strongest per engram and direction. ``links``: every
+        EncodedBy edge of the ids; ``degrees``: the degree of each of their cues;
+        ``members``: for the cues with a degree of at most ``query.cue_max_degree``,
+        up to ``query.engrams_per_cue`` (engram id, strength), most important first
+        (ties by id). Unknown ids contribute nothing.
         """
 
     # -- streams for consolidation, export and backup -------------------------------------

@@ -22,6 +22,7 @@ from smriti.engine.scoring import Weights, composite, recency, seed_cluster
 from smriti.errors import ProviderError
 from smriti.logs import get_logger
 from smriti.model import Engram, EngramUpdate, RecallResult, normalise_cue_name, utcnow
+from smriti.reads import Expand, Neighbourhood, Seeds, Seek
 
 if TYPE_CHECKING:
     from smriti.engine.core import Engine
@@ -124,10 +125,10 @@ def search(engine: Engine, text: str, limit: int, memory_type: str | None) -> Re
     except ProviderError as exc:
         warning = outage_warning(exc)
         log.warning("embedding failed; search falls back to lexical matching", error=str(exc))
-        hits = _normalised(engine.backend.text_search(text, limit, memory_type))
-        return _loaded(engine, hits, "lexical").mark_degraded(warning)
-    found = engine.backend.vector_search(vector, limit, memory_type)
-    hits = {i: _cosine(s) for i, s in found if s >= VECTOR_FLOOR}
+        seeds = engine.backend.seek(Seek(k=limit, text=text, memory_type=memory_type))
+        return _loaded(engine, _normalised(seeds.text), "lexical").mark_degraded(warning)
+    query = Seek(k=limit, vector=vector, vector_floor=VECTOR_FLOOR, memory_type=memory_type)
+    hits = {i: _cosine(s) for i, s in engine.backend.seek(query).vector}
     return _loaded(engine, hits, "vector")
 
 
@@ -158,39 +159,39 @@ def associative(engine: Engine, text: str, limit: int, memory_type: str | None) 
     except ProviderError as exc:
         warning, vectors = outage_warning(exc), None
         log.warning("embedding failed; recall uses cue names and lexical matching", error=str(exc))
+    seeds = engine.backend.seek(
+        Seek(
+            k=2 * limit,
+            vector=vectors[0] if vectors is not None else None,
+            vector_floor=VECTOR_FLOOR,
+            text=text,
+            memory_type=memory_type,
+            cue_names=names,
+            cue_vectors=vectors[1:] if vectors is not None and names else None,
+            cue_neighbours=CUE_NEIGHBOURS,
+            cue_similarity=CUE_SIMILARITY,
+            cue_fanout=CUE_FANOUT,
+        )
+    )
     found: dict[str, Candidate] = {}
-    _merge(found, cue_hits(engine, names, vectors[1:] if vectors is not None else ()), "cue", 0)
-    k = 2 * limit
-    if vectors is not None:
-        vector_hits = engine.backend.vector_search(vectors[0], k, memory_type)
-        _merge(found, {i: _cosine(s) for i, s in vector_hits if s >= VECTOR_FLOOR}, "vector", 0)
-    _merge(found, _normalised(engine.backend.text_search(text, k, memory_type)), "lexical", 0)
+    _merge(found, cue_hits(seeds), "cue", 0)
+    _merge(found, {i: _cosine(s) for i, s in seeds.vector}, "vector", 0)
+    _merge(found, _normalised(seeds.text), "lexical", 0)
     expand(engine, found)
     results = RecallResults(rank(engine, found, limit, memory_type))
     return results.mark_degraded(warning) if warning else results
 
 
-def cue_hits(engine: Engine, names: list[str], vectors: np.ndarray | tuple[()]) -> dict[str, float]:
-    """Engrams reached from the query's cues, IDF-weighted, scaled to [0, 1].
-
-    Cues match by normalised name, and by cue-embedding similarity for each row of
-    ``vectors`` (empty when the embedder is unavailable).
-    """
-    matched: dict[str, float] = {c.id: 1.0 for c in engine.backend.get_cues(names)}
-    for vec in vectors:
-        for cue, sim in engine.backend.cue_vector_search(vec, CUE_NEIGHBOURS):
-            if sim >= CUE_SIMILARITY and matched.get(cue.id, 0.0) < sim:
-                matched[cue.id] = sim
-    if not matched:
+def cue_hits(seeds: Seeds) -> dict[str, float]:
+    """Engrams reached from the query's matched cues, IDF-weighted, scaled to [0, 1]."""
+    if not seeds.cues:
         return {}
-    degrees = engine.backend.cue_degrees(list(matched))
-    total = engine.backend_size()
+    weights = {m.cue_id: m.similarity * idf(m.degree, seeds.total) for m in seeds.cues}
     scores: dict[str, float] = {}
-    for cue_id, engrams in engine.backend.engrams_for_cues(list(matched), CUE_FANOUT).items():
-        weight = matched[cue_id] * idf(degrees.get(cue_id, 1), total)
-        for engram_id, strength in engrams:
-            scores[engram_id] = scores.get(engram_id, 0.0) + weight * strength
-    norm = sum(matched[c] * idf(degrees.get(c, 1), total) for c in matched) or 1.0
+    for match in seeds.cues:
+        for engram_id, strength in match.engrams:
+            scores[engram_id] = scores.get(engram_id, 0.0) + weights[match.cue_id] * strength
+    norm = sum(weights.values()) or 1.0
     return {eid: min(1.0, s / norm) ** 0.5 for eid, s in scores.items()}
 
 
@@ -219,37 +220,33 @@ def expand(engine: Engine, found: dict[str, Candidate]) -> None:
     for hop in range(1, MAX_HOPS + 1):
         if not frontier:
             return
+        around = engine.backend.neighbourhood(
+            Expand(frontier, HOP_EDGES, HOP_CUE_MAX_DEGREE, HOP_CUE_MAX_DEGREE)
+        )
         reached: dict[str, float] = {}
-        for edge in engine.backend.associations_of(frontier, HOP_EDGES):
+        for edge in around.associations:
             for here, there in ((edge.source_id, edge.target_id), (edge.target_id, edge.source_id)):
                 if here in frontier and there not in found:
                     sim = found[here].similarity * edge.strength
                     reached[there] = max(reached.get(there, 0.0), sim)
-        for there, sim in shared_cue_hops(engine, frontier, found).items():
+        for there, sim in shared_cue_hops(around, found).items():
             reached[there] = max(reached.get(there, 0.0), sim)
         _merge(found, reached, "association", hop)
         frontier = _top(found, hop)
 
 
-def shared_cue_hops(
-    engine: Engine, frontier: list[str], found: dict[str, Candidate]
-) -> dict[str, float]:
+def shared_cue_hops(around: Neighbourhood, found: dict[str, Candidate]) -> dict[str, float]:
     """engram → cue → engram leaps through specific (non-hub) cues."""
-    links = engine.backend.cues_of(frontier)
-    if not links:
-        return {}
-    cue_ids = sorted({link.cue_id for link in links})
-    degrees = engine.backend.cue_degrees(cue_ids)
-    usable = [c for c in cue_ids if 1 < degrees.get(c, 0) <= HOP_CUE_MAX_DEGREE]
-    if not usable:
-        return {}
     via: dict[str, list[str]] = {}
-    for link in links:
+    for link in around.links:
         via.setdefault(link.cue_id, []).append(link.engram_id)
     reached: dict[str, float] = {}
-    for cue_id, engrams in engine.backend.engrams_for_cues(usable, HOP_CUE_MAX_DEGREE).items():
-        strength = 1.0 / (1.0 + math.log(degrees[cue_id]))
-        parent = max(found[e].similarity for e in via[cue_id])
+    for cue_id, engrams in around.members.items():
+        degree = around.degrees.get(cue_id, 0)
+        if not 1 < degree <= HOP_CUE_MAX_DEGREE or cue_id not in via:
+            continue
+        strength = 1.0 / (1.0 + math.log(degree))
+        parent = max(found[e].similarity for e in via[cue_id] if e in found)
         for engram_id, _ in engrams:
             if engram_id not in found:
                 reached[engram_id] = max(reached.get(engram_id, 0.0), parent * strength)

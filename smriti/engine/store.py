@@ -20,6 +20,7 @@ from smriti.model import (
     normalise_cue_name,
     utcnow,
 )
+from smriti.reads import Expand
 
 if TYPE_CHECKING:
     from smriti.engine.core import Engine
@@ -127,11 +128,13 @@ def stored_outcome(engine: Engine, memory_id: str) -> StoreOutcome | None:
     found = engine.backend.get_engrams([memory_id])
     if not found:
         return None
-    cue_ids = {link.cue_id for link in engine.backend.cues_of([memory_id])}
+    around = engine.backend.neighbourhood(
+        Expand([memory_id], engine.settings.association_top_k, 0, 0)
+    )
+    cue_ids = {link.cue_id for link in around.links}
     # Rare (a retried request), so a scan beats a lookup every backend would need.
     cues = [c for c in engine.backend.iter_cues() if c.id in cue_ids] if cue_ids else []
-    edges = engine.backend.associations_of([memory_id], engine.settings.association_top_k)
-    outgoing = sum(1 for a in edges if a.source_id == memory_id)
+    outgoing = sum(1 for a in around.associations if a.source_id == memory_id)
     return StoreOutcome(found[0], cues, outgoing)
 
 

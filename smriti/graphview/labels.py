@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from smriti.reads import Expand
+
 if TYPE_CHECKING:
     from smriti.storage import StorageBackend
 
@@ -48,11 +50,10 @@ def sample_cues(
     sample = {k: list(ids[:SAMPLE]) for k, ids in members.items()}
     cluster_of = {i: k for k, ids in sample.items() for i in ids}
     counts = CueCounts(total=total, sizes=Counter({k: len(v) for k, v in sample.items()}))
-    links = backend.cues_of(list(cluster_of)) if cluster_of else []
-    for link in links:
+    around = backend.neighbourhood(Expand(list(cluster_of), 0, 0, 0)) if cluster_of else None
+    for link in around.links if around else []:
         counts.per_cluster[cluster_of[link.engram_id]][link.cue_id] += 1
-    seen = sorted({link.cue_id for link in links})
-    counts.df = backend.cue_degrees(seen) if seen else {}
+    counts.df = dict(around.degrees) if around else {}
     return counts
 
 

@@ -19,6 +19,7 @@ from smriti.errors import InvalidInput, NotFound
 from smriti.graphview import DEFAULT_LIMIT
 from smriti.graphview.labels import CueCounts, cluster_name, sample_cues, top_cues
 from smriti.model import Cue
+from smriti.reads import Expand
 from smriti.storage import EngramStats
 
 if TYPE_CHECKING:
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
 ASSOCIATIONS_PER_MEMORY = 20
 #: Memories followed per shared cue when walking ``--around`` a memory.
 MEMORIES_PER_CUE = 25
+#: Every cue is followed in a neighbourhood, hubs included (MEMORIES_PER_CUE bounds them).
+ANY_DEGREE = 2**31 - 1
 #: A selection this small shows every cue of its memories; larger ones only the cues
 #: two or more of them share (the rest add dots, not structure).
 ALL_CUES_UP_TO = 40
@@ -121,10 +124,12 @@ def neighbourhood(
         if not frontier or len(hop_of) >= budget:
             break
         reached: set[str] = set()
-        for edge in backend.associations_of(frontier, ASSOCIATIONS_PER_MEMORY):
+        around = backend.neighbourhood(
+            Expand(frontier, ASSOCIATIONS_PER_MEMORY, ANY_DEGREE, MEMORIES_PER_CUE)
+        )
+        for edge in around.associations:
             reached.update((edge.source_id, edge.target_id))
-        cue_ids = sorted({link.cue_id for link in backend.cues_of(frontier)})
-        for members in backend.engrams_for_cues(cue_ids, MEMORIES_PER_CUE).values():
+        for members in around.members.values():
             reached.update(engram_id for engram_id, _ in members)
         frontier = sorted(i for i in reached if i not in hop_of and i in known)
         for engram_id in frontier:
@@ -141,7 +146,7 @@ def _subgraph(
 ) -> dict[str, Any]:
     members = set(chosen)
     engrams = {e.id: e for e in backend.get_engrams(chosen)} if chosen else {}
-    links = backend.cues_of(chosen) if chosen else []
+    links = backend.neighbourhood(Expand(chosen, 0, 0, 0)).links if chosen else []
     degree = Counter(link.cue_id for link in links)
     shown = {c for c, n in degree.items() if n >= 2 or len(chosen) <= ALL_CUES_UP_TO}
     clusters = sorted({stats[i].cluster_id for i in chosen})
@@ -200,7 +205,7 @@ def _associations(
     best: dict[tuple[str, str], float] = {}
     if not chosen:
         return []
-    for edge in backend.associations_of(chosen, ASSOCIATIONS_PER_MEMORY):
+    for edge in backend.neighbourhood(Expand(chosen, ASSOCIATIONS_PER_MEMORY, 0, 0)).associations:
         a, b = edge.source_id, edge.target_id
         if a == b or a not in members or b not in members:
             continue

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from smriti.model import Association, CoOccurrence, Cue, Engram, EngramUpdate, Link
+from smriti.reads import Expand, Neighbourhood, Seek
 from smriti.storage import StorageBackend, unit
 from smriti.testing.builders import T0, GraphBuilder
 
@@ -73,6 +74,38 @@ def assert_engram_equal(got: Engram, want: Engram) -> None:
 
 def _edge_key(e: Association) -> tuple[str, str, str]:
     return (e.source_id, e.target_id, e.relation_type)
+
+
+# -- the fine reads the suite checks, asked through seek and neighbourhood ------------------
+def vector_hits(
+    backend: StorageBackend, vector: np.ndarray, k: int, memory_type: str | None = None
+) -> list[tuple[str, float]]:
+    """``seek``'s vector channel alone."""
+    return backend.seek(Seek(k=k, vector=vector, memory_type=memory_type)).vector
+
+
+def text_hits(
+    backend: StorageBackend, text: str, k: int, memory_type: str | None = None
+) -> list[tuple[str, float]]:
+    """``seek``'s lexical channel alone."""
+    return backend.seek(Seek(k=k, text=text, memory_type=memory_type)).text
+
+
+def nearest_cues(backend: StorageBackend, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+    """The ``k`` cues nearest ``vector`` (cue id, similarity), best first."""
+    query = Seek(k=1, cue_vectors=np.asarray([vector]), cue_neighbours=k, cue_similarity=-1.0)
+    found = [(m.cue_id, m.similarity) for m in backend.seek(query).cues]
+    return sorted(found, key=lambda m: (-m[1], m[0]))
+
+
+def links_of(backend: StorageBackend, ids: list[str]) -> list[Link]:
+    """``neighbourhood``'s EncodedBy edges of ``ids``."""
+    return backend.neighbourhood(Expand(ids, 0, 0, 0)).links
+
+
+def edges_of(backend: StorageBackend, ids: list[str], per_engram: int) -> list[Association]:
+    """``neighbourhood``'s AssociatedWith edges of ``ids``."""
+    return backend.neighbourhood(Expand(ids, per_engram, 0, 0)).associations
 
 
 class StorageBackendTests:
@@ -163,7 +196,7 @@ class StorageBackendTests:
         assert [c.id for c in stored.cues] == [first.id], "an existing cue must keep its id"
         np.testing.assert_allclose(stored.cues[0].embedding, first.embedding, atol=1e-5)
         assert backend.counts()["cues"] == 1
-        links = backend.cues_of(["e00001", "e00002"])
+        links = links_of(backend, ["e00001", "e00002"])
         assert sorted((lk.engram_id, lk.cue_id) for lk in links) == [
             ("e00001", first.id),
             ("e00002", first.id),
@@ -179,7 +212,7 @@ class StorageBackendTests:
         assert counts["cues"] == 1
         assert counts["links"] == 1, "duplicate cues must not make duplicate EncodedBy edges"
         assert counts["cooccurrences"] == 0, "a cue must not co-occur with itself"
-        [link] = backend.cues_of(["e00001"])
+        [link] = links_of(backend, ["e00001"])
         assert link.strength == pytest.approx(1.0)
 
     def test_cooccurs_both_directions_and_incremented(
@@ -203,11 +236,11 @@ class StorageBackendTests:
         assoc = Association("e00002", "e00001", 0.8, "semantic", T0)
         self.store(backend, build.engram(2), associations=[assoc])
         for end in ("e00001", "e00002"):
-            [got] = backend.associations_of([end], 10)
+            [got] = edges_of(backend, [end], 10)
             assert (got.source_id, got.target_id) == ("e00002", "e00001")
             assert got.strength == pytest.approx(0.8)
             assert got.relation_type == "semantic"
-        assert backend.associations_of(["missing"], 10) == []
+        assert edges_of(backend, ["missing"], 10) == []
 
     def test_associations_of_keeps_strongest_per_engram(
         self, backend: StorageBackend, build: GraphBuilder
@@ -216,7 +249,7 @@ class StorageBackendTests:
             self.store(backend, build.engram(i))
         assocs = [Association("e00000", f"e0000{i}", s) for i, s in ((1, 0.75), (2, 0.9), (3, 0.8))]
         self.store(backend, build.engram(0), associations=assocs)
-        got = backend.associations_of(["e00000"], 2)
+        got = edges_of(backend, ["e00000"], 2)
         assert sorted(a.target_id for a in got) == ["e00002", "e00003"]
 
     def test_association_to_missing_target_is_skipped(
@@ -238,8 +271,8 @@ class StorageBackendTests:
         assert backend.count_engrams() == 0
         assert backend.get_engrams([engram.id]) == []
         assert all(v == 0 for v in backend.counts().values()), backend.counts()
-        assert backend.vector_search(engram.embedding, 5) == []
-        assert backend.text_search("memory", 5) == []
+        assert vector_hits(backend, engram.embedding, 5) == []
+        assert text_hits(backend, "memory", 5) == []
         self.store(backend, engram, [build.cue("fine")])  # the store still works
         assert backend.count_engrams() == 1
 
@@ -278,7 +311,7 @@ class StorageBackendTests:
             backend.add_memory_with_search(engram, [build.cue("fine")], broken)
         assert backend.count_engrams() == 0
         assert all(v == 0 for v in backend.counts().values()), backend.counts()
-        assert backend.vector_search(engram.embedding, 5) == []
+        assert vector_hits(backend, engram.embedding, 5) == []
         stored = backend.add_memory_with_search(engram, [build.cue("fine")], lambda: ([], -1))
         assert stored.engram.cluster_id == -1
         assert backend.count_engrams() == 1
@@ -390,14 +423,12 @@ class StorageBackendTests:
         assert sorted(e.id for e in backend.iter_engrams()) == ["e00001", "e00003"]
         counts = backend.counts()
         assert (counts["engrams"], counts["links"], counts["associations"]) == (2, 3, 0)
-        assert backend.associations_of(["e00001", "e00003"], 10) == []
-        assert "e00002" not in [i for i, _ in backend.vector_search(build.vec(10_002), 5)]
-        assert "e00002" not in [i for i, _ in backend.text_search("number 2", 5)]
-        assert "e00002" not in [i for i, _ in backend.text_search("summary", 5)]
-        assert {e for e, _ in backend.engrams_for_cues([shared.id], 10)[shared.id]} == {
-            "e00001",
-            "e00003",
-        }
+        assert edges_of(backend, ["e00001", "e00003"], 10) == []
+        assert "e00002" not in [i for i, _ in vector_hits(backend, build.vec(10_002), 5)]
+        assert "e00002" not in [i for i, _ in text_hits(backend, "number 2", 5)]
+        assert "e00002" not in [i for i, _ in text_hits(backend, "summary", 5)]
+        members = backend.neighbourhood(Expand(["e00001"], 0, 10, 10)).members
+        assert {e for e, _ in members[shared.id]} == {"e00001", "e00003"}
 
     def test_delete_orphan_cues_removes_cooccurs(
         self, backend: StorageBackend, build: GraphBuilder
@@ -411,7 +442,7 @@ class StorageBackendTests:
         assert [x.id for x in backend.iter_cues()] == [a.id]
         assert list(backend.iter_cooccurrences()) == []
         assert backend.get_cues(["orphan1"]) == []
-        assert [c.id for c, _ in backend.cue_vector_search(b.embedding, 5)] == [a.id]
+        assert [c for c, _ in nearest_cues(backend, b.embedding, 5)] == [a.id]
         assert backend.delete_orphan_cues() == 0
 
     # -- listing, counting, stats ---------------------------------------------------------
@@ -484,17 +515,17 @@ class StorageBackendTests:
     def test_vector_search_matches_exact_cosine(
         self, backend: StorageBackend, build: GraphBuilder
     ) -> None:
-        assert backend.vector_search(build.vec(1), 5) == []
+        assert vector_hits(backend, build.vec(1), 5) == []
         engrams = [build.engram(i) for i in range(40)]
         for e in engrams:
             self.store(backend, e)
         for q in range(5):
             query = build.vec(500 + q) * 3.0  # an unnormalised query must work too
-            got = backend.vector_search(query, 10)
+            got = vector_hits(backend, query, 10)
             want = self._exact(engrams, query, 10)
             assert [i for i, _ in got] == [i for i, _ in want]
             np.testing.assert_allclose([s for _, s in got], [s for _, s in want], atol=1e-4)
-        assert len(backend.vector_search(build.vec(7), 100)) == 40
+        assert len(vector_hits(backend, build.vec(7), 100)) == 40
 
     def test_vector_search_above_returns_the_top_k_at_or_over_the_floor(
         self, backend: StorageBackend, build: GraphBuilder
@@ -520,10 +551,10 @@ class StorageBackendTests:
         far = build.engram(20, memory_type="procedural", embedding=unit(-query))
         for e in [*engrams, far]:
             self.store(backend, e)
-        assert backend.vector_search(query, 3, "procedural") == [
+        assert vector_hits(backend, query, 3, "procedural") == [
             (far.id, pytest.approx(-1.0, abs=1e-4))
         ]
-        got = backend.vector_search(query, 3, "episodic")
+        got = vector_hits(backend, query, 3, "episodic")
         assert [i for i, _ in got] == [i for i, _ in self._exact(engrams, query, 3)]
 
     def test_vector_search_above_index_threshold(
@@ -540,7 +571,7 @@ class StorageBackendTests:
         hits = 0
         for q in range(10):
             query = build.vec(900 + q)
-            got = backend.vector_search(query, 10)
+            got = vector_hits(backend, query, 10)
             want = dict(self._exact(engrams, query, n))
             hits += len({i for i, _ in got} & set(list(want)[:10]))
             for i, score in got:
@@ -548,17 +579,19 @@ class StorageBackendTests:
         assert hits / 100 >= 0.9, f"recall@10 {hits / 100:.2f} < 0.9 with indexes {created}"
         fresh = build.engram(n + 1, embedding=build.vec(4242))
         self.store(backend, fresh)  # rows added after indexing must be found
-        assert backend.vector_search(build.vec(4242), 1)[0][0] == fresh.id
+        assert vector_hits(backend, build.vec(4242), 1)[0][0] == fresh.id
 
-    def test_cue_vector_search(self, backend: StorageBackend, build: GraphBuilder) -> None:
-        assert backend.cue_vector_search(build.vec(1), 3) == []
+    def test_seek_finds_the_nearest_cues(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        assert nearest_cues(backend, build.vec(1), 3) == []
         cues = [build.cue(f"cue{i}") for i in range(12)]
         self.store(backend, build.engram(1), cues[:6])
         self.store(backend, build.engram(2), cues[6:])
         query = build.near(cues[4].embedding, seed=3, noise=0.05)  # type: ignore[arg-type]
-        got = backend.cue_vector_search(query, 3)
+        got = nearest_cues(backend, query, 3)
         assert len(got) == 3
-        assert got[0][0].id == cues[4].id and got[0][0].name == "cue4"
+        assert got[0][0] == cues[4].id
         assert got[0][1] == pytest.approx(float(unit(query) @ cues[4].embedding), abs=1e-4)
         assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
 
@@ -571,12 +604,12 @@ class StorageBackendTests:
         self.store(backend, build.engram(3, content="c", summary="s", tags=["narwhal"]))
         self.store(backend, build.engram(4, content="nothing here", summary="s", tags=["x"]))
         for word, want in (("zebra", "e00001"), ("quokka", "e00002"), ("narwhal", "e00003")):
-            got = backend.text_search(word, 5)
+            got = text_hits(backend, word, 5)
             assert [i for i, _ in got] == [want], f"{word!r} -> {got}"
-        assert backend.text_search("ZEBRA", 5)[0][0] == "e00001", "text search ignores case"
-        got = backend.text_search("zebra quokka", 5)
+        assert text_hits(backend, "ZEBRA", 5)[0][0] == "e00001", "text search ignores case"
+        got = text_hits(backend, "zebra quokka", 5)
         assert {i for i, _ in got} == {"e00001", "e00002"}
-        assert backend.text_search("platypus", 5) == []
+        assert text_hits(backend, "platypus", 5) == []
 
     def test_text_search_ranks_and_filters_before_k(
         self, backend: StorageBackend, build: GraphBuilder
@@ -585,8 +618,8 @@ class StorageBackendTests:
             self.store(backend, build.engram(i, content=f"apple pie {i}", memory_type="episodic"))
         self.store(backend, build.engram(10, content="apple", memory_type="semantic"))
         self.store(backend, build.engram(11, content="apple apple orchard banana"))
-        assert [i for i, _ in backend.text_search("apple", 3, "semantic")] == ["e00010"]
-        got = backend.text_search("orchard apple", 3)
+        assert [i for i, _ in text_hits(backend, "apple", 3, "semantic")] == ["e00010"]
+        got = text_hits(backend, "orchard apple", 3)
         assert got[0][0] == "e00011"
         assert len(got) == 3
         assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
@@ -597,38 +630,113 @@ class StorageBackendTests:
     ) -> None:
         self.store(backend, build.engram(1, content=f"needle {query} haystack", tags=[]))
         self.store(backend, build.engram(2, content="unrelated words", summary="", tags=[]))
-        got = backend.text_search(query, 5)
+        got = text_hits(backend, query, 5)
         assert isinstance(got, list)
         assert "e00002" not in [i for i, _ in got]
         assert backend.count_engrams() == 2
-        assert [i for i, _ in backend.text_search(f"{query} needle", 5)] == ["e00001"]
+        assert [i for i, _ in text_hits(backend, f"{query} needle", 5)] == ["e00001"]
 
     # -- cues and links -------------------------------------------------------------------
-    def test_engrams_for_cues_is_bounded_by_importance(
+    def test_seek_cue_members_are_bounded_by_importance(
         self, backend: StorageBackend, build: GraphBuilder
     ) -> None:
         hub, rare = build.cue("hub"), build.cue("rare")
         for i in range(10):
             cues = [hub, rare] if i == 0 else [hub]
             self.store(backend, build.engram(i, importance=i / 10), cues)
-        got = backend.engrams_for_cues([hub.id, rare.id, "missing"], 3)
-        assert sorted(e for e, _ in got[hub.id]) == ["e00007", "e00008", "e00009"]
-        assert all(s == pytest.approx(1.0) for _, s in got[hub.id])
-        assert [e for e, _ in got[rare.id]] == ["e00000"]
-        assert got.get("missing", []) == []
-        degrees = backend.cue_degrees([hub.id, rare.id, "missing"])
-        assert degrees[hub.id] == 10 and degrees[rare.id] == 1
-        assert degrees.get("missing", 0) == 0
+        seeds = backend.seek(Seek(k=1, cue_names=["hub", "rare", "missing"], cue_fanout=3))
+        got = {m.cue_id: m for m in seeds.cues}
+        assert set(got) == {hub.id, rare.id}
+        assert [e for e, _ in got[hub.id].engrams] == ["e00009", "e00008", "e00007"]
+        assert all(s == pytest.approx(1.0) for _, s in got[hub.id].engrams)
+        assert [e for e, _ in got[rare.id].engrams] == ["e00000"]
+        assert got[hub.id].degree == 10 and got[rare.id].degree == 1
+        assert got[hub.id].similarity == 1.0 and seeds.total == 10
+        around = backend.neighbourhood(Expand(["e00000", "missing"], 0, 5, 3))
+        assert around.degrees == {hub.id: 10, rare.id: 1}
+        assert set(around.members) == {rare.id}, "a cue over cue_max_degree has no members"
 
     def test_cues_of(self, backend: StorageBackend, build: GraphBuilder) -> None:
         a, b = build.cue("a"), build.cue("b")
         self.store(backend, build.engram(1), [a, b])
         self.store(backend, build.engram(2), [b])
         self.store(backend, build.engram(3), [])
-        got = sorted((lk.engram_id, lk.cue_id, lk.strength) for lk in backend.cues_of(["e00001"]))
+        got = sorted((lk.engram_id, lk.cue_id, lk.strength) for lk in links_of(backend, ["e00001"]))
         assert got == [("e00001", a.id, 1.0), ("e00001", b.id, 1.0)]
-        assert backend.cues_of(["e00003", "missing"]) == []
-        assert len(backend.cues_of(["e00001", "e00002"])) == 3
+        assert links_of(backend, ["e00003", "missing"]) == []
+        assert len(links_of(backend, ["e00001", "e00002"])) == 3
+
+    def test_seek_answers_every_channel_at_once(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        apple, pear = build.cue("apple"), build.cue("pear")
+        for i in range(12):
+            content = "zebra crossing" if i == 3 else f"plain words {i}"
+            self.store(backend, build.engram(i, content=content), [apple] if i % 2 else [pear])
+        query = Seek(
+            k=4,
+            vector=build.vec(10_005),
+            text="zebra",
+            cue_names=["apple"],
+            cue_vectors=np.asarray([pear.embedding]),
+            cue_neighbours=1,
+            cue_similarity=0.99,
+        )
+        seeds = backend.seek(query)
+        assert seeds.vector == vector_hits(backend, build.vec(10_005), 4)
+        assert seeds.vector[0][0] == "e00005"
+        assert [i for i, _ in seeds.text] == ["e00003"]
+        assert sorted((m.cue_id, m.degree) for m in seeds.cues) == [(apple.id, 6), (pear.id, 6)]
+        assert {m.cue_id: m.similarity for m in seeds.cues}[pear.id] == pytest.approx(1.0, abs=1e-4)
+        assert seeds.total == 12
+        nothing = backend.seek(Seek(k=4))
+        assert (nothing.vector, nothing.text, nothing.cues, nothing.total) == ([], [], [], 12)
+
+    def test_seek_keeps_cues_over_the_similarity_and_the_best_match(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        cues = [build.cue(f"cue{i}") for i in range(8)]
+        self.store(backend, build.engram(1), cues)
+        near = build.near(cues[2].embedding, seed=4, noise=0.05)  # type: ignore[arg-type]
+        rows = np.asarray([near, cues[2].embedding, build.vec(4321)])
+        sim = float(unit(near) @ cues[2].embedding)
+        query = Seek(k=1, cue_vectors=rows, cue_neighbours=2, cue_similarity=max(sim - 0.01, 0.5))
+        found = {m.cue_id: m.similarity for m in backend.seek(query).cues}
+        assert found.get(cues[2].id) == pytest.approx(1.0, abs=1e-4), "the best match counts"
+        assert all(s >= query.cue_similarity for s in found.values())
+        named = backend.seek(Seek(k=1, cue_names=["cue5"], cue_vectors=rows[:1], cue_neighbours=1))
+        assert {m.cue_id: m.similarity for m in named.cues}[cues[5].id] == 1.0
+
+    def test_neighbourhood_bounds_edges_per_direction(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        for i in range(1, 7):
+            self.store(backend, build.engram(i))
+        out = [Association("e00000", f"e0000{i}", s) for i, s in ((1, 0.5), (2, 0.9), (3, 0.7))]
+        self.store(backend, build.engram(0), associations=out)
+        for i, strength in ((4, 0.6), (5, 0.95), (6, 0.8)):
+            backend.import_records([], [], [], [Association(f"e0000{i}", "e00000", strength)], [])
+        got = edges_of(backend, ["e00000"], 2)
+        pairs = sorted((a.source_id, a.target_id) for a in got)
+        assert pairs == [("e00000", "e00002"), ("e00000", "e00003"),
+                         ("e00005", "e00000"), ("e00006", "e00000")]  # fmt: skip
+        assert edges_of(backend, ["e00000"], 0) == []
+
+    def test_neighbourhood_members_are_the_most_important_first(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        common, own = build.cue("common"), build.cue("own")
+        for i in range(6):
+            self.store(backend, build.engram(i, importance=(i + 1) / 10), [common])
+        self.store(backend, build.engram(9, importance=0.5), [common, own])
+        around = backend.neighbourhood(Expand(["e00009"], 0, 10, 3))
+        assert sorted((lk.engram_id, lk.cue_id) for lk in around.links) == [
+            ("e00009", common.id), ("e00009", own.id)
+        ]  # fmt: skip
+        assert around.degrees == {common.id: 7, own.id: 1}
+        assert [e for e, _ in around.members[common.id]] == ["e00005", "e00004", "e00009"]
+        assert [e for e, _ in around.members[own.id]] == ["e00009"]
+        assert backend.neighbourhood(Expand([], 5, 5, 5)) == Neighbourhood()
 
     # -- metadata -------------------------------------------------------------------------
     def test_meta_get_and_set(self, backend: StorageBackend) -> None:
@@ -695,8 +803,8 @@ class StorageBackendTests:
         assert backend.count_engrams() == 1
         [got] = backend.get_engrams([engram.id])
         assert_engram_equal(got, changed)
-        assert backend.vector_search(build.vec(31337), 1)[0][0] == engram.id
-        assert backend.text_search("replaced", 3)[0][0] == engram.id
+        assert vector_hits(backend, build.vec(31337), 1)[0][0] == engram.id
+        assert text_hits(backend, "replaced", 3)[0][0] == engram.id
 
     def test_iter_engrams_ordered_by_id_in_batches(
         self, backend: StorageBackend, build: GraphBuilder
@@ -723,13 +831,15 @@ class StorageBackendTests:
         assert bob.get_engrams(["e00001", "e00002"]) == []
         assert [e.id for e in bob.list_engrams(10)] == ["e00005"]
         assert bob.count_engrams() == 1 and bob.counts()["cues"] == 1
-        assert [i for i, _ in bob.vector_search(e1.embedding, 10)] == ["e00005"]
-        assert bob.text_search("zebra", 10) == []
+        assert [i for i, _ in vector_hits(bob, e1.embedding, 10)] == ["e00005"]
+        assert text_hits(bob, "zebra", 10) == []
         assert [c.id for c in bob.get_cues(["apple", "lonely"])] == ["c-apple-8"]
-        assert [c.id for c, _ in bob.cue_vector_search(build.vec(1), 10)] == ["c-apple-8"]
-        assert bob.associations_of(["e00001", "e00002"], 10) == []
-        assert bob.cues_of(["e00001"]) == [] and bob.get_meta("k") is None
-        assert bob.engrams_for_cues(["c-apple"], 10).get("c-apple", []) == []
+        assert [c for c, _ in nearest_cues(bob, build.vec(1), 10)] == ["c-apple-8"]
+        assert edges_of(bob, ["e00001", "e00002"], 10) == []
+        assert links_of(bob, ["e00001"]) == [] and bob.get_meta("k") is None
+        [apple] = bob.seek(Seek(k=10, cue_names=["apple", "lonely"])).cues
+        assert (apple.cue_id, [e for e, _ in apple.engrams]) == ("c-apple-8", ["e00005"])
+        assert bob.neighbourhood(Expand(["e00001", "e00002"], 10, 10, 10)) == Neighbourhood()
         assert bob.delete_engrams(["e00001", "e00002"]) == 0
         bob.update_engrams([EngramUpdate("e00001", access_count=99)])
         bob.delete_engrams(["e00005"])
@@ -755,7 +865,7 @@ class StorageBackendTests:
         assert_engram_equal(got, engram)
         assert stored.cues[0].name == cue.name
         assert [c.id for c in backend.get_cues([cue.name])] == [cue.id]
-        assert backend.text_search("caf\u00e9", 3)[0][0] == engram.id
+        assert text_hits(backend, "caf\u00e9", 3)[0][0] == engram.id
 
     def test_large_content_round_trips(self, backend: StorageBackend, build: GraphBuilder) -> None:
         chunk = "lorem ipsum dolor sit amet \u00e9 "
@@ -780,8 +890,8 @@ class StorageBackendTests:
         try:
             assert again.counts() == before
             assert_engram_equal(again.get_engrams(["e00001"])[0], build.engram(1))
-            assert again.vector_search(build.vec(10_001), 1)[0][0] == "e00001"
-            assert again.text_search("walrus", 3)[0][0] == "e00002"
+            assert vector_hits(again, build.vec(10_001), 1)[0][0] == "e00001"
+            assert text_hits(again, "walrus", 3)[0][0] == "e00002"
             assert again.get_meta("schema.test") == "1"
             assert [c.id for c in again.add_memory(build.engram(3), [cue], []).cues] == [cue.id]
         finally:

@@ -41,6 +41,7 @@ from smriti_backend_kuzu.codec import (
 from smriti_backend_kuzu.cooccurs import CoOccursMixin
 from smriti_backend_kuzu.mirror import GraphMirror
 from smriti_backend_kuzu.queries import QueriesMixin
+from smriti_backend_kuzu.seek import SeekMixin
 from smriti_backend_kuzu.strengthen import StrengthenMixin
 from smriti_backend_kuzu.writebehind import WriteBehindMixin
 from smriti_backend_kuzu.writes import WritesMixin
@@ -77,7 +78,13 @@ def load_driver() -> ModuleType:
 
 
 class KuzuBackend(
-    CoOccursMixin, StrengthenMixin, WriteBehindMixin, WritesMixin, QueriesMixin, StorageBackend
+    CoOccursMixin,
+    StrengthenMixin,
+    WriteBehindMixin,
+    WritesMixin,
+    SeekMixin,
+    QueriesMixin,
+    StorageBackend,
 ):
     """Embedded Kùzu graph database, one file per user, with in-process vector caches."""
 
