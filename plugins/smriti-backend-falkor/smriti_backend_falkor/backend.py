@@ -14,7 +14,6 @@ in-database cosine scan of the user's own nodes (through the ``user`` range inde
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -33,7 +32,8 @@ from smriti.model import (
     normalise_cue_name,
     utcnow,
 )
-from smriti.storage import EngramStats, StorageBackend, StoredMemory, batched, unit
+from smriti.reads import Expand, Neighbourhood, Seeds, Seek
+from smriti.storage import EngramStats, StorageBackend, StoredMemory, batched
 from smriti_backend_falkor import queries as Q
 from smriti_backend_falkor.connection import call, close_quietly, connect, graph_name_for
 from smriti_backend_falkor.records import (
@@ -43,12 +43,20 @@ from smriti_backend_falkor.records import (
     cue_row,
     engram_from_row,
     engram_props,
-    fulltext_query,
     stats_from_row,
     ts,
     vector,
 )
 from smriti_backend_falkor.schema import IndexState
+from smriti_backend_falkor.search import (
+    SeekAnswer,
+    SeekInput,
+    SeekPlan,
+    Way,
+    neighbourhood_params,
+    neighbourhood_statement,
+    read_neighbourhood,
+)
 
 if TYPE_CHECKING:
     from smriti.config import Settings
@@ -347,82 +355,83 @@ class FalkorBackend(StorageBackend):
                 return
             after_a, after_b = rows[-1][0], rows[-1][1]
 
-    # -- search ------------------------------------------------------------------------
-    def vector_search(
-        self, embedding: np.ndarray, k: int, memory_type: str | None = None
-    ) -> list[tuple[str, float]]:
-        """Top-k engram ids by cosine similarity (higher is better), filtered first."""
-        return self._knn("Engram", embedding, k, memory_type)
+    # -- recall reads -------------------------------------------------------------------
+    def seek(self, query: Seek) -> Seeds:
+        """Every channel of a recall in one statement (``search``), the engram count too.
 
-    def cue_vector_search(self, embedding: np.ndarray, k: int) -> list[tuple[Cue, float]]:
-        """Top-k cues by cosine similarity of their embeddings."""
-        hits = self._knn("Cue", embedding, k, None)
-        if not hits:
-            return []
-        rows = self._read(Q.CUES_BY_ID, ids=[i for i, _ in hits])
-        cues = {c.id: c for c in map(cue_from_row, rows)}
-        return [(cues[i], s) for i, s in hits if i in cues]
-
-    def _knn(
-        self, label: str, embedding: np.ndarray, k: int, memory_type: str | None
-    ) -> list[tuple[str, float]]:
-        query = unit(np.asarray(embedding, dtype=np.float32))
-        if k <= 0 or not np.any(query):
-            return []
-        params = {"query": vector(query), "memory_type": memory_type, "k": int(k)}
-        rows = self._index_knn(label, params)
-        if rows is None:
-            rows = self._read(Q.EXACT_VECTOR_QUERY.format(label=label), **params)
-        return [(r[0], float(r[1])) for r in rows if not math.isnan(float(r[1]))]
-
-    def _index_knn(self, label: str, params: dict[str, Any]) -> list | None:
-        """Index hits filtered before the cut, or None when the exact scan should answer.
-
-        The common case costs one index query. When the user/type filter leaves fewer
-        than k hits, the fetch grows in proportion to how much of the shared index is
-        someone else's, up to ``max_index_fetch``; past that the exact scan is cheaper.
+        A second statement runs only when the shared index's user/type filter may have
+        left out hits of a channel, or when nothing matched the text and the full-text
+        index turns out to be lost (a server that restarted empty).
         """
-        assert self._indexes is not None
-        if not self._indexes.vector_ready(label, len(params["query"])):
-            return None
-        k = params["k"]
-        fetch = max(self.min_index_fetch, 2 * k)
-        want: int | None = k
-        while fetch <= self.max_index_fetch:
-            try:
-                rows = self._read(Q.VECTOR_QUERY.format(label=label), fetch=fetch, **params)
-            except BackendError as exc:  # index dropped (e.g. server restarted empty)
-                log.warning("falkordb_vector_index_failed", label=label, error=str(exc))
-                self._indexes.refresh()
-                return None
-            if want is not None and len(rows) >= want:
-                return rows
-            eligible = int(
-                self._read(
-                    Q.COUNT_WITH_EMBEDDING.format(label=label), memory_type=params["memory_type"]
-                )[0][0]
-            )
-            total = int(self._read(Q.COUNT_ALL.format(label=label))[0][0])
-            want = min(k, eligible)
-            if len(rows) >= want:
-                return rows
-            if fetch >= total:
-                return None
-            fetch = max(fetch * 4, self.min_index_fetch * math.ceil(total / max(eligible, 1)))
-        return None
+        ask = SeekInput.of(query)
+        seeds = self._seek(ask, total=True)
+        if ask.text and not seeds.text and self._restore_fulltext():
+            self._run_seek(SeekPlan(text=True), ask).into(seeds)
+        return seeds
 
-    def text_search(
-        self, query: str, k: int, memory_type: str | None = None
+    def vector_search_above(
+        self, embedding: np.ndarray, k: int, min_score: float
     ) -> list[tuple[str, float]]:
-        """Full-text (RediSearch) relevance over content, summary and tags; plain words only."""
-        ft = fulltext_query(query)
-        if ft is None or k <= 0:
-            return []
-        params = {"query": ft, "k": int(k), "memory_type": memory_type}
-        rows = self._run(Q.FULLTEXT_QUERY, params, read=True)
-        if not rows and self._restore_fulltext():
-            rows = self._run(Q.FULLTEXT_QUERY, params, read=True)
-        return [(r[0], float(r[1])) for r in rows]
+        """Top-``k`` engrams with cosine similarity of at least ``min_score``: the vector
+        channel of ``seek`` alone (no engram count)."""
+        ask = SeekInput.of(Seek(k=k, vector=embedding, vector_floor=min_score))
+        return self._seek(ask, total=False).vector if ask.vector else []
+
+    def _seek(self, ask: SeekInput, total: bool) -> Seeds:
+        seeds = Seeds()
+        plan: SeekPlan | None = self._seek_plan(ask, total)
+        while plan is not None and not plan.empty:
+            answer = self._run_seek(plan, ask)
+            answer.into(seeds)
+            plan = self._seek_again(answer, ask)
+        return seeds
+
+    def _seek_plan(self, ask: SeekInput, total: bool) -> SeekPlan:
+        assert self._indexes is not None, "open() first"
+        dims = ask.dims
+        ready = {label: self._indexes.vector_ready(label, dims) for label in ("Engram", "Cue")}
+        return SeekPlan(
+            vector=None if ask.vector is None else "index" if ready["Engram"] else "exact",
+            vector_fetch=max(self.min_index_fetch, 2 * ask.k),
+            text=ask.text is not None,
+            cue_names=bool(ask.cue_names),
+            cue_vectors=None if not ask.cue_vectors else "index" if ready["Cue"] else "exact",
+            cue_fetch=max(self.min_index_fetch, 2 * ask.cue_neighbours),
+            total=total,
+        )
+
+    def _seek_again(self, answer: SeekAnswer, ask: SeekInput) -> SeekPlan | None:
+        """The channels to ask again, bigger or exact, or None when the answer is complete."""
+        vector: Way | None = None
+        fetch = 0
+        if answer.vector_short(ask):
+            fetch = answer.next_vector_fetch(ask)
+            vector = "index" if fetch <= self.max_index_fetch else "exact"
+        cues = answer.cues_short()
+        if vector is None and not cues:
+            return None
+        return SeekPlan(
+            vector=vector,
+            vector_fetch=fetch,
+            cue_names=cues and bool(ask.cue_names),
+            cue_vectors="exact" if cues else None,
+        )
+
+    def _run_seek(self, plan: SeekPlan, ask: SeekInput) -> SeekAnswer:
+        statement, columns = plan.statement()
+        try:
+            [row] = self._run(statement, plan.params(ask), read=True)
+        except BackendError as exc:
+            if not plan.uses_index:
+                raise
+            # An index the cached state lists is gone (e.g. the server restarted empty).
+            log.warning("falkordb_vector_index_failed", error=str(exc))
+            assert self._indexes is not None
+            self._indexes.refresh()
+            plan = self._seek_plan(ask, plan.total)
+            statement, columns = plan.statement()
+            [row] = self._run(statement, plan.params(ask), read=True)
+        return SeekAnswer(plan, dict(zip(columns, row, strict=True)))
 
     def _restore_fulltext(self) -> bool:
         """After an empty answer: recreate indexes lost to a server that restarted empty.
@@ -434,54 +443,20 @@ class FalkorBackend(StorageBackend):
         self._indexes.refresh()
         return bool(self._indexes.ensure_base())
 
-    # -- cues and edges ------------------------------------------------------------------
+    def neighbourhood(self, query: Expand) -> Neighbourhood:
+        """One hop around ``query.ids`` in one statement (``search``)."""
+        if not query.ids:
+            return Neighbourhood()
+        rows = self._run(
+            neighbourhood_statement(query.edges > 0), neighbourhood_params(query), read=True
+        )
+        return read_neighbourhood(query, rows[0])
+
+    # -- cues ---------------------------------------------------------------------------
     def get_cues(self, names: Sequence[str]) -> list[Cue]:
         """Stored cues whose normalised name is one of ``names``."""
         keys = list(dict.fromkeys(normalise_cue_name(n) for n in names))
         return [cue_from_row(r) for r in self._read(Q.GET_CUES, keys=keys)] if keys else []
-
-    def engrams_for_cues(
-        self, cue_ids: Sequence[str], limit_per_cue: int
-    ) -> dict[str, list[tuple[str, float]]]:
-        """Up to ``limit_per_cue`` (engram id, strength) per cue, most important first."""
-        if not cue_ids or limit_per_cue <= 0:
-            return {}
-        rows = self._read(
-            Q.ENGRAMS_FOR_CUES, cue_ids=list(dict.fromkeys(cue_ids)), limit=int(limit_per_cue)
-        )
-        return {cid: [(e, float(s)) for e, s in hits] for cid, hits in rows}
-
-    def cue_degrees(self, cue_ids: Sequence[str]) -> dict[str, int]:
-        """How many engrams each cue encodes (0 for unknown cues)."""
-        out = dict.fromkeys(cue_ids, 0)
-        if out:
-            out.update({cid: int(n) for cid, n in self._read(Q.CUE_DEGREES, cue_ids=list(out))})
-        return out
-
-    def cues_of(self, engram_ids: Sequence[str]) -> list[Link]:
-        """The EncodedBy edges of these engrams."""
-        if not engram_ids:
-            return []
-        rows = self._read(Q.CUES_OF, ids=list(dict.fromkeys(engram_ids)))
-        return [Link(e, c, float(s)) for e, c, s in rows]
-
-    def associations_of(
-        self, engram_ids: Sequence[str], limit_per_engram: int
-    ) -> list[Association]:
-        """AssociatedWith edges touching these engrams, strongest per engram and direction."""
-        if not engram_ids or limit_per_engram <= 0:
-            return []
-        params = {"ids": list(dict.fromkeys(engram_ids)), "limit": int(limit_per_engram)}
-        seen: dict[tuple[str, str, str], Association] = {}
-        for src, edges in self._run(Q.ASSOCIATIONS_OUT, params, read=True):
-            for tgt, strength, rel, created in edges:
-                a = association_from(src, tgt, strength, rel, created)
-                seen.setdefault((a.source_id, a.target_id, a.relation_type), a)
-        for tgt, edges in self._run(Q.ASSOCIATIONS_IN, params, read=True):
-            for src, strength, rel, created in edges:
-                a = association_from(src, tgt, strength, rel, created)
-                seen.setdefault((a.source_id, a.target_id, a.relation_type), a)
-        return list(seen.values())
 
     # -- streams -------------------------------------------------------------------------
     def iter_engrams(self, batch_size: int = 1000) -> Iterator[Engram]:

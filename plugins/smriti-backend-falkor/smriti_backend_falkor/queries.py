@@ -178,7 +178,6 @@ MATCH (e:Engram {user: $user})
 WHERE $memory_type IS NULL OR e.memory_type = $memory_type
 RETURN count(e)
 """
-COUNT_ALL = "MATCH (n:{label}) RETURN count(n)"  # label is a constant, never user text
 COUNT_CUES = "MATCH (q:Cue {user: $user}) RETURN count(q)"
 COUNT_LINKS = "MATCH (:Engram {user: $user})-[l:EncodedBy]->(:Cue) RETURN count(l)"
 COUNT_ASSOCIATIONS = "MATCH (:Engram {user: $user})-[x:AssociatedWith]->(:Engram) RETURN count(x)"
@@ -188,41 +187,6 @@ GET_CUES = f"""
 UNWIND $keys AS key
 MATCH (q:Cue {{user: $user, key: key}})
 RETURN {CUE_COLUMNS}
-"""
-ENGRAMS_FOR_CUES = """
-UNWIND $cue_ids AS cid
-MATCH (q:Cue {user: $user, id: cid})<-[l:EncodedBy]-(e:Engram)
-WITH cid, e, l
-ORDER BY e.importance DESC, e.id
-WITH cid, collect([e.id, l.strength]) AS hits
-RETURN cid, hits[..$limit]
-"""
-CUE_DEGREES = """
-UNWIND $cue_ids AS cid
-MATCH (q:Cue {user: $user, id: cid})
-OPTIONAL MATCH (q)<-[l:EncodedBy]-(:Engram)
-RETURN cid, count(l)
-"""
-CUES_OF = """
-UNWIND $ids AS id
-MATCH (e:Engram {user: $user, id: id})-[l:EncodedBy]->(q:Cue)
-RETURN e.id, q.id, l.strength
-"""
-ASSOCIATIONS_OUT = """
-UNWIND $ids AS id
-MATCH (a:Engram {user: $user, id: id})-[x:AssociatedWith]->(b:Engram)
-WITH a, b, x
-ORDER BY x.strength DESC, b.id
-WITH a, collect([b.id, x.strength, x.relation_type, x.created_at]) AS edges
-RETURN a.id, edges[..$limit]
-"""
-ASSOCIATIONS_IN = """
-UNWIND $ids AS id
-MATCH (b:Engram {user: $user, id: id})<-[x:AssociatedWith]-(a:Engram)
-WITH a, b, x
-ORDER BY x.strength DESC, a.id
-WITH b, collect([a.id, x.strength, x.relation_type, x.created_at]) AS edges
-RETURN b.id, edges[..$limit]
 """
 PAGE_LINKS = """
 MATCH (e:Engram {user: $user})-[l:EncodedBy]->(q:Cue)
@@ -246,42 +210,154 @@ ORDER BY a.id, b.id
 LIMIT $limit
 """
 
-# -- search -----------------------------------------------------------------------------
-# ``label`` below is one of the constants "Engram" / "Cue", never user text.
-VECTOR_QUERY = """
-CALL db.idx.vector.queryNodes('{label}', 'embedding', $fetch, vecf32($query))
-YIELD node, score
-WHERE node.user = $user AND ($memory_type IS NULL OR node.memory_type = $memory_type)
-RETURN node.id, 1.0 - score AS similarity
-ORDER BY similarity DESC, node.id
-LIMIT $k
+# -- recall reads: seek and neighbourhood ----------------------------------------------------
+# ``smriti_backend_falkor.search`` joins the fragments a read needs into one statement:
+# each is a ``CALL {}`` subquery that aggregates to exactly one row (so a channel with no
+# hits cannot empty the result) and names its columns. Fragments hold no user text.
+
+#: HNSW candidates, filtered by user and memory type before the cut. ``vector_eligible``
+#: (hits that passed the filter), ``vector_worst`` and ``vector_raw`` (candidates the
+#: index gave) tell the caller whether a bigger fetch could find more.
+SEEK_VECTOR_INDEX = """
+CALL {
+  CALL db.idx.vector.queryNodes('Engram', 'embedding', $vector_fetch, vecf32($vector))
+  YIELD node, score
+  WITH node, 1.0 - score AS sim
+  ORDER BY sim DESC, node.id
+  WITH collect(CASE WHEN node.user = $user
+                     AND ($memory_type IS NULL OR node.memory_type = $memory_type)
+               THEN [node.id, sim] END) AS hits,
+       min(sim) AS worst, count(node) AS raw
+  RETURN [h IN hits WHERE h[1] >= $vector_floor][..$k] AS vector_hits,
+         size(hits) AS vector_eligible, worst AS vector_worst, raw AS vector_raw
+}
 """
-EXACT_VECTOR_QUERY = """
-MATCH (node:{label} {{user: $user}})
-WHERE node.embedding IS NOT NULL
-  AND ($memory_type IS NULL OR node.memory_type = $memory_type)
-WITH node, 1.0 - vec.cosineDistance(node.embedding, vecf32($query)) AS similarity
-WHERE similarity = similarity
-RETURN node.id, similarity
-ORDER BY similarity DESC, node.id
-LIMIT $k
+#: The exact cosine scan of the user's own engrams (no index yet, or it gave too few).
+SEEK_VECTOR_EXACT = """
+CALL {
+  UNWIND [vecf32($vector)] AS v
+  MATCH (node:Engram {user: $user})
+  WHERE node.embedding IS NOT NULL
+    AND ($memory_type IS NULL OR node.memory_type = $memory_type)
+  WITH node, 1.0 - vec.cosineDistance(node.embedding, v) AS sim
+  WHERE sim = sim AND sim >= $vector_floor
+  WITH node, sim
+  ORDER BY sim DESC, node.id
+  LIMIT $k
+  RETURN collect([node.id, sim]) AS vector_hits, $k AS vector_eligible,
+         -1.0 AS vector_worst, 0 AS vector_raw
+}
 """
-COUNT_WITH_EMBEDDING = """
-MATCH (node:{label} {{user: $user}})
-WHERE node.embedding IS NOT NULL
-  AND ($memory_type IS NULL OR node.memory_type = $memory_type)
-RETURN count(node)
+SEEK_TEXT = """
+CALL {
+  CALL db.idx.fulltext.queryNodes('Engram', $text)
+  YIELD node, score
+  WITH node, score
+  WHERE node.user = $user AND ($memory_type IS NULL OR node.memory_type = $memory_type)
+  WITH node, score
+  ORDER BY score DESC, node.id
+  LIMIT $k
+  RETURN collect([node.id, score]) AS text_hits
+}
 """
-CUES_BY_ID = f"""
-UNWIND $ids AS id
-MATCH (q:Cue {{user: $user, id: id}})
-RETURN {CUE_COLUMNS}
+SEEK_CUE_NAMES = """
+CALL {
+  UNWIND $cue_names AS key
+  MATCH (q:Cue {user: $user, key: key})
+  RETURN collect([q.id, 1.0]) AS cue_name_hits
+}
 """
-FULLTEXT_QUERY = """
-CALL db.idx.fulltext.queryNodes('Engram', $query)
-YIELD node, score
-WHERE node.user = $user AND ($memory_type IS NULL OR node.memory_type = $memory_type)
-RETURN node.id, score
-ORDER BY score DESC, node.id
-LIMIT $k
+#: Per query cue row, the ``cue_neighbours`` nearest of the user's cues at or above
+#: ``cue_similarity``; ``cue_short`` lists the rows a bigger fetch could add to.
+SEEK_CUE_VECTORS_INDEX = """
+CALL {
+  UNWIND range(0, size($cue_vectors) - 1) AS i
+  CALL db.idx.vector.queryNodes('Cue', 'embedding', $cue_fetch, vecf32($cue_vectors[i]))
+  YIELD node, score
+  WITH i, node, 1.0 - score AS sim
+  ORDER BY sim DESC, node.id
+  WITH i, collect(CASE WHEN node.user = $user AND sim >= $cue_similarity
+                  THEN [node.id, sim] END) AS hits,
+       min(sim) AS worst, count(node) AS raw
+  RETURN collect(hits[..$cue_neighbours]) AS cue_rows,
+         collect(CASE WHEN size(hits) < $cue_neighbours AND worst >= $cue_similarity
+                       AND raw >= $cue_fetch THEN i END) AS cue_short
+}
+"""
+SEEK_CUE_VECTORS_EXACT = """
+CALL {
+  UNWIND range(0, size($cue_vectors) - 1) AS i
+  WITH i, vecf32($cue_vectors[i]) AS v
+  MATCH (node:Cue {user: $user})
+  WHERE node.embedding IS NOT NULL
+  WITH i, node, 1.0 - vec.cosineDistance(node.embedding, v) AS sim
+  WHERE sim = sim AND sim >= $cue_similarity
+  WITH i, node, sim
+  ORDER BY sim DESC, node.id
+  WITH i, collect([node.id, sim]) AS hits
+  RETURN collect(hits[..$cue_neighbours]) AS cue_rows, [] AS cue_short
+}
+"""
+#: Every matched cue once (best similarity), its degree and strongest engrams.
+#: ``{imports}`` and ``{matches}`` are chosen from the constants in ``search``.
+SEEK_CUES = """
+CALL {{
+  WITH {imports}
+  UNWIND {matches} AS m
+  WITH m[0] AS cid, max(m[1]) AS sim
+  MATCH (q:Cue {{user: $user, id: cid}})
+  WITH q, sim, indegree(q, 'EncodedBy') AS degree
+  WITH q, sim, degree, CASE WHEN $cue_fanout > 0 THEN q END AS expand
+  OPTIONAL MATCH (expand)<-[l:EncodedBy]-(e:Engram)
+  WITH q, sim, degree, e, l
+  ORDER BY e.importance DESC, e.id
+  WITH q, sim, degree,
+       collect(CASE WHEN e IS NULL THEN NULL ELSE [e.id, l.strength] END) AS engrams
+  RETURN collect([q.id, sim, degree, engrams[..$cue_fanout]]) AS cues
+}}
+"""
+SEEK_TOTAL = """
+CALL {
+  MATCH (e:Engram {user: $user})
+  RETURN count(e) AS total
+}
+"""
+
+NEIGHBOURS_OUT = """
+CALL {
+  UNWIND $ids AS id
+  MATCH (a:Engram {user: $user, id: id})-[x:AssociatedWith]->(b:Engram)
+  WITH a, b, x
+  ORDER BY x.strength DESC, b.id
+  WITH a, collect([b.id, x.strength, x.relation_type, x.created_at]) AS edges
+  RETURN collect([a.id, edges[..$edges]]) AS outgoing
+}
+"""
+NEIGHBOURS_IN = """
+CALL {
+  UNWIND $ids AS id
+  MATCH (b:Engram {user: $user, id: id})<-[x:AssociatedWith]-(a:Engram)
+  WITH a, b, x
+  ORDER BY x.strength DESC, a.id
+  WITH b, collect([a.id, x.strength, x.relation_type, x.created_at]) AS edges
+  RETURN collect([b.id, edges[..$edges]]) AS incoming
+}
+"""
+#: Each cue of the ids with the ids it encodes, its degree, and (degree at most
+#: ``cue_max_degree``) its most important engrams.
+NEIGHBOURS_CUES = """
+CALL {
+  UNWIND $ids AS id
+  MATCH (e:Engram {user: $user, id: id})-[l:EncodedBy]->(q:Cue)
+  WITH q, collect([e.id, l.strength]) AS encoded
+  WITH q, encoded, indegree(q, 'EncodedBy') AS degree
+  WITH q, encoded, degree,
+       CASE WHEN degree <= $cue_max_degree AND $engrams_per_cue > 0 THEN q END AS expand
+  OPTIONAL MATCH (expand)<-[r:EncodedBy]-(m:Engram)
+  WITH q, encoded, degree, m, r
+  ORDER BY m.importance DESC, m.id
+  WITH q, encoded, degree,
+       collect(CASE WHEN m IS NULL THEN NULL ELSE [m.id, r.strength] END) AS members
+  RETURN collect([q.id, encoded, degree, members[..$engrams_per_cue]]) AS cues
+}
 """

@@ -12,6 +12,7 @@ import pytest
 from smriti_backend_falkor.backend import FalkorBackend
 
 from smriti.errors import BackendError
+from smriti.reads import Seek
 from smriti.testing import GraphBuilder
 
 from .conftest import FalkorServer, free_port
@@ -94,7 +95,7 @@ def test_server_killed_and_restarted(crash_server: FalkorServer) -> None:
         store(backend, 21)  # the same backend object reconnects by itself
         assert backend.count_engrams() == 21
         assert_whole(backend, [f"e{n:05d}" for n in range(22)])
-        assert backend.text_search("memory", 50)  # the full-text index survived
+        assert backend.seek(Seek(50, text="memory")).text  # the full-text index survived
     finally:
         backend.close()
 
@@ -184,8 +185,8 @@ def test_server_restarted_empty_recreates_indexes(tmp_path: Path) -> None:
         server.start()
         backend.add_memory(build.engram(2, content="a walrus returns"), [build.cue("a")], [])
         assert backend.count_engrams() == 1  # engram 1 died with the server
-        assert [i for i, _ in backend.text_search("walrus", 5)] == ["e00002"]
-        assert backend.vector_search(build.engram(2).embedding, 1)[0][0] == "e00002"
+        assert [i for i, _ in backend.seek(Seek(5, text="walrus")).text] == ["e00002"]
+        assert backend.seek(Seek(1, build.engram(2).embedding)).vector[0][0] == "e00002"
     finally:
         backend.close()
         server.stop()

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from smriti_backend_falkor.backend import FalkorBackend
 
+from smriti.reads import Seek
 from smriti.storage import unit
 from smriti.testing import GraphBuilder
 
@@ -32,11 +33,10 @@ def test_crowded_out_user_still_gets_exact_top_k(
     assert bob._indexes is not None
     bob._indexes.refresh()
     assert bob._indexes.vector_ready("Engram", DIMS)
-    got = bob.vector_search(query, 10)
+    got = bob.seek(Seek(10, query)).vector
     scores = np.stack([unit(e.embedding) for e in bobs]) @ unit(query)  # type: ignore[arg-type]
     want = [bobs[i].id for i in np.argsort(-scores, kind="stable")[:10]]
     assert [i for i, _ in got] == want
     assert [s for _, s in got] == pytest.approx(sorted(scores, reverse=True)[:10], abs=1e-4)
-    assert bob.text_search("memory", 500) and all(
-        i in {e.id for e in bobs} for i, _ in bob.text_search("memory", 500)
-    )
+    text = bob.seek(Seek(500, text="memory")).text
+    assert text and all(i in {e.id for e in bobs} for i, _ in text)

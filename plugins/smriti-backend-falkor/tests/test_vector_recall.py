@@ -11,9 +11,10 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from smriti_backend_falkor import queries as Q
 from smriti_backend_falkor.backend import FalkorBackend
+from smriti_backend_falkor.search import SeekAnswer, SeekInput, SeekPlan
 
+from smriti.reads import Seek
 from smriti.storage import unit
 from smriti.testing import GraphBuilder
 
@@ -47,15 +48,17 @@ def recall_at_k(
     return hits / (K * len(queries))
 
 
+RAW_INDEX_QUERY = """
+CALL db.idx.vector.queryNodes('Engram', 'embedding', $fetch, vecf32($query))
+YIELD node, score
+WHERE node.user = $user
+RETURN node.id
+"""
+
+
 def raw_index(backend: FalkorBackend, q: np.ndarray) -> list[str]:
     """The index alone: k=10 candidates, no over-fetch (what a naive backend would do)."""
-    rows = backend._read(
-        Q.VECTOR_QUERY.format(label="Engram"),
-        query=[float(x) for x in unit(q)],
-        fetch=K,
-        k=K,
-        memory_type=None,
-    )
+    rows = backend._read(RAW_INDEX_QUERY, query=[float(x) for x in unit(q)], fetch=K)
     return [r[0] for r in rows]
 
 
@@ -74,17 +77,16 @@ def test_index_recall_against_exact_cosine(
     queries = vectors[rng.integers(0, N, QUERIES)] + 0.3 * rng.standard_normal((QUERIES, DIMS))
     assert alice._indexes is not None and alice._indexes.vector_ready("Engram", DIMS)
 
-    exact_scan = alice._index_knn  # prove the index path answers, not the exact fallback
+    run_seek = alice._run_seek  # prove the index path answers, not the exact fallback
     used_index = []
 
-    def spy(label, params):  # noqa: ANN001, ANN202
-        rows = exact_scan(label, params)
-        used_index.append(rows is not None)
-        return rows
+    def spy(plan: SeekPlan, ask: SeekInput) -> SeekAnswer:
+        used_index.append(plan.vector == "index")
+        return run_seek(plan, ask)
 
-    alice._index_knn = spy  # type: ignore[method-assign]
+    alice._run_seek = spy  # type: ignore[method-assign]
     backend_recall = recall_at_k(
-        alice, ids, vectors, queries, lambda q: [i for i, _ in alice.vector_search(q, K)]
+        alice, ids, vectors, queries, lambda q: [i for i, _ in alice.seek(Seek(K, q)).vector]
     )
     raw = recall_at_k(alice, ids, vectors, queries, lambda q: raw_index(alice, q))
     print(

@@ -8,6 +8,7 @@ import pytest
 from smriti_backend_falkor.backend import FalkorBackend
 
 from smriti.errors import BackendError
+from smriti.reads import Seek
 from smriti.testing import GraphBuilder
 
 build = GraphBuilder(8)
@@ -55,7 +56,7 @@ def test_old_store_is_migrated_on_open(make_backend: Callable[..., FalkorBackend
     reopened = make_backend("alice")
     [old] = reopened.get_engrams(["old1"])
     assert (old.cluster_id, old.tags, old.source) == (-1, [], "")
-    assert reopened.text_search("walrus", 3)[0][0] == "old1"
+    assert reopened.seek(Seek(3, text="walrus")).text[0][0] == "old1"
     assert reopened.get_meta("falkordb.schema_version") == "1"
 
 
