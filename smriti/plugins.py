@@ -30,6 +30,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "smriti.default_plugins.openai_provider",
     "smriti.default_plugins.leiden",
     "smriti.default_plugins.noop_backup",
+    "smriti.default_plugins.sqlite",
 )
 
 #: ``pip install`` hints for components that ship as separate distributions. The product

@@ -116,7 +116,7 @@ def test_unknown_backend_says_what_is_installed_and_what_to_install() -> None:
     with pytest.raises(UnknownBackendError) as info:
         Registry(pm).get("backend", "neo4j", "DB_TYPE")
     message = str(info.value)
-    assert "DB_TYPE='neo4j'" in message and "installed: none" in message
+    assert "DB_TYPE='neo4j'" in message and "installed: sqlite)" in message
     assert "pip install 'smriti-server[neo4j]'" in message
 
 

@@ -1,0 +1,312 @@
+"""Write half of the SQLite backend: memories, updates, deletes, import and metadata.
+
+Each method converts its input first (a bad embedding fails before anything is
+written), then runs in one write transaction (``SqliteBackend._write``). Edges to
+endpoints that do not exist are skipped by ``INSERT ... SELECT ... WHERE EXISTS``;
+deletes cascade through the foreign keys.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from smriti.default_plugins.sqlite.codec import (
+    CUE_COLUMNS,
+    ENGRAM_COLUMNS,
+    cue_from_row,
+    engram_from_row,
+    engram_row,
+    ts_in,
+    vec_in,
+)
+from smriti.default_plugins.sqlite.lexical import document_terms, write_postings
+from smriti.errors import BackendError
+from smriti.model import (
+    Association,
+    CoOccurrence,
+    Cue,
+    Engram,
+    EngramUpdate,
+    Link,
+    as_vector,
+    normalise_cue_name,
+    utcnow,
+)
+from smriti.storage import StoredMemory, batched
+
+if TYPE_CHECKING:
+    from smriti.default_plugins.sqlite.backend import SqliteBackend as _Self
+else:
+    _Self = object
+
+#: Ids per ``IN (...)`` list (well under SQLite's variable limit).
+CHUNK = 500
+
+_INSERT_ENGRAM = (
+    f"INSERT INTO engram ({ENGRAM_COLUMNS}) VALUES (:id, :content, :summary, :memory_type, "
+    ":importance, :access_count, :created_at, :last_accessed_at, :decay_factor, :embedding, "
+    ":source, :tags, :cluster_id)"
+)
+_REPLACE_ENGRAM = (
+    "UPDATE engram SET content = :content, summary = :summary, memory_type = :memory_type, "
+    "importance = :importance, access_count = :access_count, created_at = :created_at, "
+    "last_accessed_at = :last_accessed_at, decay_factor = :decay_factor, "
+    "embedding = :embedding, source = :source, tags = :tags, cluster_id = :cluster_id "
+    "WHERE id = :id"
+)
+_UPDATE_ENGRAM = (
+    "UPDATE engram SET access_count = coalesce(:access_count, access_count), "
+    "last_accessed_at = coalesce(:last_accessed_at, last_accessed_at), "
+    "decay_factor = coalesce(:decay_factor, decay_factor), "
+    "cluster_id = coalesce(:cluster_id, cluster_id), "
+    "importance = coalesce(:importance, importance) WHERE id = :id"
+)
+_LINK = (
+    "INSERT INTO link (engram_id, cue_id, strength, created_at) SELECT :e, :c, :s, :ts "
+    "WHERE EXISTS (SELECT 1 FROM engram WHERE id = :e) "
+    "AND EXISTS (SELECT 1 FROM cue WHERE id = :c) ON CONFLICT (engram_id, cue_id) "
+    "DO UPDATE SET strength = excluded.strength"
+)
+_ASSOCIATION = (
+    "INSERT INTO association (source_id, target_id, strength, relation_type, created_at) "
+    "SELECT :a, :b, :s, :t, :ts WHERE EXISTS (SELECT 1 FROM engram WHERE id = :a) "
+    "AND EXISTS (SELECT 1 FROM engram WHERE id = :b) ON CONFLICT (source_id, target_id) "
+    "DO UPDATE SET strength = excluded.strength, relation_type = excluded.relation_type"
+)
+_COOCCURS_ADD = (
+    "INSERT INTO cooccurrence (source_id, target_id, strength) VALUES (?, ?, 1.0) "
+    "ON CONFLICT (source_id, target_id) DO UPDATE SET strength = strength + 1.0"
+)
+_COOCCURS_SET = (
+    "INSERT INTO cooccurrence (source_id, target_id, strength) SELECT :a, :b, :s "
+    "WHERE EXISTS (SELECT 1 FROM cue WHERE id = :a) "
+    "AND EXISTS (SELECT 1 FROM cue WHERE id = :b) "
+    "ON CONFLICT (source_id, target_id) DO UPDATE SET strength = excluded.strength"
+)
+
+
+def _bump(conn: sqlite3.Connection, table: str) -> None:
+    """Tell every vector table of ``table`` (any process) to reload."""
+    conn.execute("UPDATE epoch SET value = value + 1 WHERE name = ?", (table,))
+
+
+def _marks(n: int) -> str:
+    return ", ".join("?" * n)
+
+
+def _association_row(a: Association) -> dict[str, Any]:
+    created = ts_in(a.created_at or utcnow())
+    return {
+        "a": a.source_id,
+        "b": a.target_id,
+        "s": float(a.strength),
+        "t": a.relation_type,
+        "ts": created,
+    }
+
+
+class WritesMixin(_Self):  # type: ignore[misc,valid-type]
+    """Every write of the StorageBackend contract."""
+
+    # -- metadata -------------------------------------------------------------------------
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a per-user metadata value."""
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    def ensure_indexes(self, dims: int, min_engrams: int) -> list[str]:
+        """Nothing to create: the SQL indexes and the postings table exist from the first
+        open, and vector search is an exact scan at every size."""
+        return []
+
+    # -- add_memory ---------------------------------------------------------------------
+    def add_memory(
+        self, engram: Engram, cues: Sequence[Cue], associations: Sequence[Association]
+    ) -> StoredMemory:
+        """Store one memory atomically (see StorageBackend.add_memory)."""
+        row = engram_row(engram)
+        counts = document_terms(engram.content, engram.summary, engram.tags)
+        edges = [_association_row(a) for a in associations]
+        with self._write("the memory was not stored") as conn:
+            old = conn.execute("SELECT content FROM engram WHERE id = ?", (engram.id,)).fetchone()
+            if old is not None:
+                if old[0] != engram.content:
+                    raise BackendError(
+                        f"an engram with id {engram.id!r} is already stored with other content"
+                    )
+                return self._stored_as_is(conn, engram.id)
+            stored = self._merge_cues(conn, cues)
+            seq = conn.execute(_INSERT_ENGRAM, row).lastrowid
+            write_postings(conn, int(seq or 0), counts)
+            now = ts_in(utcnow())
+            links = [{"e": engram.id, "c": c.id, "s": 1.0, "ts": now} for c in stored]
+            conn.executemany(_LINK, links)
+            pairs = [(a.id, b.id) for a in stored for b in stored if a.id != b.id]
+            conn.executemany(_COOCCURS_ADD, pairs)
+            conn.executemany(_ASSOCIATION, edges)
+        return StoredMemory(engram=engram, cues=stored, associations=len(edges))
+
+    def _stored_as_is(self, conn: sqlite3.Connection, engram_id: str) -> StoredMemory:
+        """A repeated store: the memory and its cues as they are."""
+        row = conn.execute(
+            f"SELECT {ENGRAM_COLUMNS} FROM engram WHERE id = ?", (engram_id,)
+        ).fetchone()
+        cues = conn.execute(
+            f"SELECT {', '.join('c.' + c for c in CUE_COLUMNS.split(', '))} FROM link AS l "
+            "JOIN cue AS c ON c.id = l.cue_id WHERE l.engram_id = ? ORDER BY c.id",
+            (engram_id,),
+        ).fetchall()
+        return StoredMemory(engram=engram_from_row(row), cues=[cue_from_row(r) for r in cues])
+
+    def _merge_cues(self, conn: sqlite3.Connection, cues: Iterable[Cue]) -> list[Cue]:
+        """The memory's cues as stored: an existing cue of the same normalised name is
+        reused (its id and embedding kept), a new one inserted; duplicates collapse."""
+        stored: dict[str, Cue] = {}
+        for cue in cues:
+            key = normalise_cue_name(cue.name)
+            if key in stored:
+                continue
+            found = conn.execute(
+                f"SELECT {CUE_COLUMNS} FROM cue WHERE key = ? ORDER BY seq DESC LIMIT 1", (key,)
+            ).fetchone()
+            if found is not None:
+                stored[key] = cue_from_row(found)
+                continue
+            vector = None if cue.embedding is None else as_vector(cue.embedding)
+            try:
+                conn.execute(
+                    "INSERT INTO cue (id, name, key, cue_type, embedding) VALUES (?, ?, ?, ?, ?)",
+                    (cue.id, cue.name, key, cue.cue_type, vec_in(vector)),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise BackendError(f"a cue with id {cue.id!r} is already stored") from exc
+            stored[key] = Cue(cue.id, cue.name, cue.cue_type, vector)
+        return list(stored.values())
+
+    # -- updates and deletes ------------------------------------------------------------
+    def update_engrams(self, updates: Sequence[EngramUpdate]) -> None:
+        """Apply partial updates in one transaction; unknown ids are ignored."""
+        rows = [
+            {
+                "id": u.id,
+                "access_count": None if u.access_count is None else int(u.access_count),
+                "last_accessed_at": None
+                if u.last_accessed_at is None
+                else ts_in(u.last_accessed_at),
+                "decay_factor": None if u.decay_factor is None else float(u.decay_factor),
+                "cluster_id": None if u.cluster_id is None else int(u.cluster_id),
+                "importance": None if u.importance is None else float(u.importance),
+            }
+            for u in updates
+        ]
+        if rows:
+            with self._write() as conn:
+                conn.executemany(_UPDATE_ENGRAM, rows)
+
+    def delete_engrams(self, ids: Sequence[str]) -> int:
+        """Delete engrams; their links, associations and postings go with them (cascade)."""
+        unique = list(dict.fromkeys(ids))
+        if not unique:
+            return 0
+        deleted = 0
+        with self._write("nothing was deleted") as conn:
+            for chunk in batched(unique, CHUNK):
+                cursor = conn.execute(
+                    f"DELETE FROM engram WHERE id IN ({_marks(len(chunk))})", chunk
+                )
+                deleted += cursor.rowcount
+            if deleted:
+                _bump(conn, "engram")
+        return deleted
+
+    def delete_orphan_cues(self) -> int:
+        """Delete cues no engram is EncodedBy; their CoOccurs edges go with them."""
+        with self._write("nothing was deleted") as conn:
+            deleted = conn.execute(
+                "DELETE FROM cue WHERE NOT EXISTS (SELECT 1 FROM link WHERE link.cue_id = cue.id)"
+            ).rowcount
+            if deleted:
+                _bump(conn, "cue")
+        return deleted
+
+    # -- import -------------------------------------------------------------------------
+    def import_records(
+        self,
+        engrams: Sequence[Engram],
+        cues: Sequence[Cue],
+        links: Sequence[Link],
+        associations: Sequence[Association],
+        cooccurrences: Sequence[CoOccurrence],
+    ) -> None:
+        """Bulk-load records as given, in one transaction; existing ids are replaced in
+        place (their edges stay), edges to endpoints that do not exist are skipped."""
+        engram_rows = {
+            e.id: (engram_row(e), document_terms(e.content, e.summary, e.tags)) for e in engrams
+        }
+        cue_rows = {
+            c.id: (c.id, c.name, normalise_cue_name(c.name), c.cue_type, vec_in(c.embedding))
+            for c in cues
+        }
+        now = ts_in(utcnow())
+        link_rows = [
+            {"e": lk.engram_id, "c": lk.cue_id, "s": float(lk.strength), "ts": now} for lk in links
+        ]
+        assoc_rows = [_association_row(a) for a in associations]
+        cooc_rows = [
+            {"a": c.source_id, "b": c.target_id, "s": float(c.strength)} for c in cooccurrences
+        ]
+        with self._write("nothing was imported") as conn:
+            self._import_engrams(conn, engram_rows)
+            self._import_cues(conn, list(cue_rows.values()))
+            conn.executemany(_LINK, link_rows)
+            conn.executemany(_ASSOCIATION, assoc_rows)
+            conn.executemany(_COOCCURS_SET, cooc_rows)
+
+    def _existing(self, conn: sqlite3.Connection, table: str, ids: Sequence[str]) -> dict[str, int]:
+        """id -> seq of those ``ids`` stored in ``table``."""
+        found: dict[str, int] = {}
+        for chunk in batched(ids, CHUNK):
+            rows = conn.execute(
+                f"SELECT id, seq FROM {table} WHERE id IN ({_marks(len(chunk))})", chunk
+            )
+            found.update(rows)
+        return found
+
+    def _import_engrams(
+        self, conn: sqlite3.Connection, rows: dict[str, tuple[dict[str, Any], Any]]
+    ) -> None:
+        if not rows:
+            return
+        old = self._existing(conn, "engram", list(rows))
+        conn.executemany(_REPLACE_ENGRAM, [row for key, (row, _) in rows.items() if key in old])
+        conn.executemany(_INSERT_ENGRAM, [row for key, (row, _) in rows.items() if key not in old])
+        if old:
+            for chunk in batched(list(old.values()), CHUNK):
+                conn.execute(
+                    f"DELETE FROM posting WHERE engram_seq IN ({_marks(len(chunk))})", chunk
+                )
+            _bump(conn, "engram")
+        seqs = self._existing(conn, "engram", list(rows))
+        for key, (_, counts) in rows.items():
+            write_postings(conn, seqs[key], counts)
+
+    def _import_cues(self, conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+        if not rows:
+            return
+        old = self._existing(conn, "cue", [r[0] for r in rows])
+        conn.executemany(
+            "UPDATE cue SET name = ?, key = ?, cue_type = ?, embedding = ? WHERE id = ?",
+            [(*r[1:], r[0]) for r in rows if r[0] in old],
+        )
+        conn.executemany(
+            "INSERT INTO cue (id, name, key, cue_type, embedding) VALUES (?, ?, ?, ?, ?)",
+            [r for r in rows if r[0] not in old],
+        )
+        if old:
+            _bump(conn, "cue")

@@ -1,0 +1,210 @@
+"""The built-in SQLite backend: the conformance suite, and what is its own (files,
+reopening, refusing files that are not its stores, several connections at once)."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from smriti.config import Settings
+from smriti.default_plugins.sqlite.backend import DB_FILE, SqliteBackend
+from smriti.errors import BackendError, ConfigError
+from smriti.model import Association, EngramUpdate
+from smriti.plugins import Registry, create_plugin_manager
+from smriti.reads import Expand, Seek
+from smriti.testing import GraphBuilder, StorageBackendTests
+
+Make = Callable[[str], SqliteBackend]
+
+
+@pytest.fixture
+def sqlite_factory(tmp_path: Path) -> Iterator[Make]:
+    """``make(user)``: an opened store under tmp_path/store, closed afterwards."""
+    made: list[SqliteBackend] = []
+
+    def make(user: str) -> SqliteBackend:
+        backend = SqliteBackend(user, tmp_path / "store" / user / DB_FILE)
+        backend.open()
+        made.append(backend)
+        return backend
+
+    yield make
+    for backend in made:
+        backend.close()
+
+
+class TestSqliteConformance(StorageBackendTests):
+    """Every clause of the storage contract against real SQLite files."""
+
+    @pytest.fixture
+    def backend_factory(self, sqlite_factory: Make) -> Make:
+        return sqlite_factory
+
+
+@pytest.fixture
+def build() -> GraphBuilder:
+    return GraphBuilder(8)
+
+
+def test_registered_as_a_builtin_and_selected_by_db_type(tmp_path: Path) -> None:
+    pm, report = create_plugin_manager(load_entry_points=False)
+    registry = Registry(pm)
+    assert registry.get("backend", "sqlite", "DB_TYPE") is SqliteBackend
+    assert registry.owners[("backend", "sqlite")] == "smriti.default_plugins.sqlite"
+    assert "smriti.default_plugins.sqlite" in [p.name for p in report.loaded]
+    settings = Settings.from_env({"STORAGE_LOCATION": str(tmp_path), "DB_TYPE": "sqlite"})
+    backend = SqliteBackend.from_settings(settings, "alice")
+    assert backend.path == tmp_path / "alice" / "smriti.sqlite3"
+
+
+@pytest.mark.parametrize("user", ["../etc", "a/b", "", ".hidden", "x" * 65])
+def test_user_names_are_validated_before_they_become_paths(tmp_path: Path, user: str) -> None:
+    settings = Settings.from_env({"STORAGE_LOCATION": str(tmp_path)})
+    with pytest.raises(ConfigError):
+        SqliteBackend.from_settings(settings, user)
+    with pytest.raises(ConfigError):
+        SqliteBackend(user, tmp_path / "x.sqlite3")
+
+
+def test_data_survives_reopen_by_a_new_instance(tmp_path: Path, build: GraphBuilder) -> None:
+    path = tmp_path / "alice" / DB_FILE
+    first = SqliteBackend("alice", path)
+    first.open()
+    apple = build.cue("apple")
+    first.add_memory(build.engram(1), [apple], [])
+    first.add_memory(build.engram(2), [apple], [Association("e00002", "e00001", 0.9)])
+    first.update_engrams([EngramUpdate("e00001", access_count=42)])
+    first.set_meta("leiden.resolution", "0.75")
+    before = first.counts()
+    first.close()
+    again = SqliteBackend("alice", path)
+    again.open()
+    try:
+        assert again.counts() == before
+        assert again.get_engrams(["e00001"])[0].access_count == 42
+        assert again.get_meta("leiden.resolution") == "0.75"
+        hits = again.seek(Seek(k=1, vector=build.vec(10_002), text="topic2"))
+        assert hits.vector[0][0] == "e00002" and hits.text[0][0] == "e00002"
+        around = again.neighbourhood(Expand(["e00001"], 5, 10, 10))
+        assert [(a.source_id, a.target_id) for a in around.associations] == [("e00002", "e00001")]
+        assert around.degrees == {apple.id: 2}
+    finally:
+        again.close()
+
+
+def test_each_user_has_a_separate_file(sqlite_factory: Make, build: GraphBuilder) -> None:
+    alice, bob = sqlite_factory("alice"), sqlite_factory("bob")
+    alice.add_memory(build.engram(1, content="alice zebra"), [build.cue("apple")], [])
+    assert alice.path != bob.path and alice.path.parent.name == "alice"
+    assert bob.path.parent.name == "bob"
+    with sqlite3.connect(bob.path) as conn:
+        assert conn.execute("SELECT count(*) FROM engram").fetchone() == (0,)
+    with sqlite3.connect(alice.path) as conn:
+        assert conn.execute("SELECT id FROM engram").fetchall() == [("e00001",)]
+    assert bob.seek(Seek(k=5, vector=build.vec(10_001), text="zebra", cue_names=["apple"])) == (
+        bob.seek(Seek(k=5))
+    )
+
+
+def _refused(path: Path, match: str) -> None:
+    before = path.read_bytes()
+    backend = SqliteBackend("alice", path)
+    with pytest.raises(BackendError, match=match):
+        backend.open()
+    backend.close()
+    assert path.read_bytes() == before, "a refused file must be left untouched"
+
+
+def test_a_file_that_is_not_a_database_is_refused_and_kept(tmp_path: Path) -> None:
+    path = tmp_path / "alice" / DB_FILE
+    path.parent.mkdir()
+    path.write_bytes(b"this is not a database, but someone's notes\n" * 200)
+    _refused(path, "is not a Smriti SQLite store.*left untouched")
+
+
+def test_a_damaged_store_is_refused_and_kept(tmp_path: Path, build: GraphBuilder) -> None:
+    path = tmp_path / "alice" / DB_FILE
+    with SqliteBackend("alice", path) as backend:
+        backend.add_memory(build.engram(1), [], [])
+    data = bytearray(path.read_bytes())
+    data[:16] = b"garbage garbage!"  # the SQLite header's magic string
+    path.write_bytes(bytes(data))
+    _refused(path, "is not a Smriti SQLite store")
+
+
+def test_another_programs_database_is_refused_and_kept(tmp_path: Path) -> None:
+    path = tmp_path / "alice" / DB_FILE
+    path.parent.mkdir()
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+        conn.execute("INSERT INTO invoices (total) VALUES (12.5)")
+    conn.close()
+    _refused(path, "another program")
+
+
+def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "alice" / DB_FILE
+    SqliteBackend("alice", path).open()
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA user_version = 99")
+    conn.close()
+    _refused(path, "newer than this Smriti")
+
+
+def test_a_directory_in_place_of_the_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "alice" / DB_FILE
+    path.mkdir(parents=True)
+    with pytest.raises(BackendError, match="is a directory"):
+        SqliteBackend("alice", path).open()
+
+
+def test_two_instances_on_one_store_see_each_others_writes(
+    tmp_path: Path, build: GraphBuilder
+) -> None:
+    # Two processes share a store the same way: each has its own connections and
+    # vector tables, which must notice appends and deletions made by the other.
+    path = tmp_path / "alice" / DB_FILE
+    with SqliteBackend("alice", path) as one, SqliteBackend("alice", path) as two:
+        one.add_memory(build.engram(1), [build.cue("a")], [])
+        assert two.seek(Seek(k=3, vector=build.vec(10_001))).vector[0][0] == "e00001"
+        two.add_memory(build.engram(2), [build.cue("a")], [])
+        assert one.seek(Seek(k=3, vector=build.vec(10_002))).vector[0][0] == "e00002"
+        one.delete_engrams(["e00002"])
+        assert [i for i, _ in two.seek(Seek(k=3, vector=build.vec(10_002))).vector] == ["e00001"]
+        one.delete_engrams(["e00001"])
+        assert two.delete_orphan_cues() == 1
+        assert one.seek(Seek(k=3, cue_vectors=np.asarray([build.vec(1)]))).cues == []
+
+
+def test_concurrent_threads_store_and_seek(sqlite_factory: Make, build: GraphBuilder) -> None:
+    backend = sqlite_factory("alice")
+    errors: list[BaseException] = []
+
+    def work(offset: int) -> None:
+        try:
+            for i in range(offset, offset + 20):
+                backend.add_memory(build.engram(i), [build.cue(f"w{i % 5}")], [])
+                backend.seek(Seek(k=5, vector=build.vec(i), text=f"number {i}"))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n * 100,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert backend.count_engrams() == 80 and backend.counts()["cues"] == 5
+
+
+def test_store_file_settings(sqlite_factory: Make) -> None:
+    backend = sqlite_factory("alice")
+    conn = backend._conn()
+    assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
+    assert conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
