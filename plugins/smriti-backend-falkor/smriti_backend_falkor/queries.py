@@ -213,7 +213,9 @@ LIMIT $limit
 # -- recall reads: seek and neighbourhood ----------------------------------------------------
 # ``smriti_backend_falkor.search`` joins the fragments a read needs into one statement:
 # each is a ``CALL {}`` subquery that aggregates to exactly one row (so a channel with no
-# hits cannot empty the result) and names its columns. Fragments hold no user text.
+# hits cannot empty the result) and names its columns. Constant columns come after the
+# aggregation: beside it they would be grouping keys, and no input would mean no row.
+# Fragments hold no user text.
 
 #: HNSW candidates, filtered by user and memory type before the cut. ``vector_eligible``
 #: (hits that passed the filter), ``vector_worst`` and ``vector_raw`` (candidates the
@@ -244,8 +246,8 @@ CALL {
   WITH node, sim
   ORDER BY sim DESC, node.id
   LIMIT $k
-  RETURN collect([node.id, sim]) AS vector_hits, $k AS vector_eligible,
-         -1.0 AS vector_worst, 0 AS vector_raw
+  WITH collect([node.id, sim]) AS hits
+  RETURN hits AS vector_hits, $k AS vector_eligible, -1.0 AS vector_worst, 0 AS vector_raw
 }
 """
 SEEK_TEXT = """
@@ -295,7 +297,8 @@ CALL {
   WITH i, node, sim
   ORDER BY sim DESC, node.id
   WITH i, collect([node.id, sim]) AS hits
-  RETURN collect(hits[..$cue_neighbours]) AS cue_rows, [] AS cue_short
+  WITH collect(hits[..$cue_neighbours]) AS rows
+  RETURN rows AS cue_rows, [] AS cue_short
 }
 """
 #: Every matched cue once (best similarity), its degree and strongest engrams.
