@@ -40,9 +40,16 @@ from smriti.model import (
     normalise_cue_name,
     utcnow,
 )
+from smriti.reads import Expand, Neighbourhood, Seeds, Seek
 from smriti.storage import EngramStats, StorageBackend, StoredMemory, batched
 from smriti_backend_neo4j import cypher as q
 from smriti_backend_neo4j.naming import database_name_for
+from smriti_backend_neo4j.reads import (
+    neighbourhood_from,
+    neighbourhood_statement,
+    seeds_from,
+    seek_statement,
+)
 from smriti_backend_neo4j.records import (
     association_from,
     association_row,
@@ -51,10 +58,8 @@ from smriti_backend_neo4j.records import (
     distinct_cues,
     engram_from,
     engram_props,
-    lucene_query,
     stats_from,
     update_row,
-    vector_param,
     whole,
 )
 
@@ -68,10 +73,6 @@ log = structlog.get_logger("smriti.neo4j")
 SCHEMA_VERSION = len(q.MIGRATIONS)
 WRITE_BATCH = 1000
 INDEX_WAIT_SECONDS = 600
-# Index queries start at max(k * OVERFETCH, MIN_FETCH) hits and grow by GROWTH while too
-# few of them belong to this user; past MAX_FETCH an exact scan of the user's own nodes
-# (through the ``user`` index) is cheaper and exact.
-OVERFETCH, MIN_FETCH, GROWTH, MAX_FETCH = 4, 64, 4, 4096
 # Transient errors (deadlocks, leader switches, lost connections) are retried after
 # RETRY_FIRST seconds, doubling up to RETRY_CAP, each delay jittered by up to half,
 # until ``retry_seconds`` have passed.
@@ -537,133 +538,57 @@ class Neo4jBackend(StorageBackend):
                 return
             after = records[0]["last"]
 
-    # -- search ----------------------------------------------------------------------------
-    def vector_search(
-        self, embedding: np.ndarray, k: int, memory_type: str | None = None
-    ) -> list[tuple[str, float]]:
-        """Top-``k`` of the user's engrams by cosine similarity, best first."""
-        if k <= 0:
-            return []
-        params = {"vector": vector_param(embedding), "memory_type": memory_type}
-        hits = self._index_search("Engram", q.ENGRAM_VECTOR_QUERY, k, params)
-        if hits is None:
-            records = self._read(q.ENGRAM_VECTOR_EXACT, k=int(k), **params)
-            hits = [(r["id"], r["score"]) for r in records if r["id"] is not None]
-        return [(i, _cosine(s)) for i, s in hits]
-
-    def cue_vector_search(self, embedding: np.ndarray, k: int) -> list[tuple[Cue, float]]:
-        """Top-``k`` of the user's cues by cosine similarity, best first."""
-        if k <= 0:
-            return []
-        params = {"vector": vector_param(embedding)}
-        hits = self._index_search("Cue", q.CUE_VECTOR_QUERY, k, params)
-        if hits is None:
-            records = self._read(q.CUE_VECTOR_EXACT, k=int(k), **params)
-            hits = [(r["p"], r["score"]) for r in records]
-        return [(cue_from(p), _cosine(s)) for p, s in hits if p.get("id") is not None]
-
-    def _index_search(
-        self, label: str, statement: str, k: int, params: dict[str, Any]
-    ) -> list[tuple[Any, float]] | None:
-        """Hits from a vector index filtered by user before the cut, or None when the
-        index is missing, of another width, or when an exact scan is the better plan."""
-        index = self._vector_indexes.get(label)
-        if index is None or index.dims != len(params["vector"] or ()):
-            return None
-        try:
-            return self._filtered_index_hits(statement, k, {**params, "index": index.name})
-        except BackendError as exc:
-            log.warning("neo4j vector index query failed; exact search", index=index.name,
-                        error=str(exc))  # fmt: skip
-            self._refresh_vector_indexes()
-            return None
-
-    def _filtered_index_hits(
-        self, statement: str, k: int, params: dict[str, Any]
-    ) -> list[tuple[Any, float]] | None:
-        """Ask the index for more hits than ``k`` until ``k`` of them pass the filter or
-        the index runs out; None when that needs more than ``MAX_FETCH`` hits."""
-        fetch = max(k * OVERFETCH, MIN_FETCH)
-        while fetch <= MAX_FETCH:
-            record = self._read(statement, fetch=fetch, **params)[0]
-            found = [h for h in record["hits"] if h[0] is not None and h[1] is not None]
-            if len(found) >= k or record["raw"] < fetch:
-                hits = sorted(found, key=lambda h: -h[1])
-                return [(h[0], h[1]) for h in hits[:k]]
-            fetch *= GROWTH
-        return None
-
-    def text_search(
-        self, query: str, k: int, memory_type: str | None = None
-    ) -> list[tuple[str, float]]:
-        """Top-``k`` of the user's engrams by full-text (Lucene BM25) relevance."""
-        lucene = lucene_query(query or "")
-        if k <= 0 or not lucene:
-            return []
-        fetch = max(k * OVERFETCH, MIN_FETCH)
-        while True:
-            record = self._read(
-                q.TEXT_QUERY, query=lucene, fetch=fetch, k=int(k), memory_type=memory_type
-            )[0]
-            # Full-text hits are cheap, so keep growing until enough or exhausted.
-            found = [(h[0], float(h[1])) for h in record["hits"] if h[0] is not None]
-            if len(found) >= k or record["raw"] < fetch:
-                return found
-            fetch *= GROWTH
-
-    # -- cues and links ------------------------------------------------------------------------
+    # -- recall reads -----------------------------------------------------------------------
     def get_cues(self, names: Sequence[str]) -> list[Cue]:
         """The user's cues whose normalised name is among ``names``."""
         keys = list(dict.fromkeys(normalise_cue_name(n) for n in names))
         return [cue_from(r["p"]) for r in self._read(q.GET_CUES, keys=keys)] if keys else []
 
-    def engrams_for_cues(
-        self, cue_ids: Sequence[str], limit_per_cue: int
-    ) -> dict[str, list[tuple[str, float]]]:
-        """Up to ``limit_per_cue`` (engram id, strength) per cue, most important first."""
-        out: dict[str, list[tuple[str, float]]] = {cid: [] for cid in cue_ids}
-        if not cue_ids or limit_per_cue <= 0:
-            return out
-        ids = list(dict.fromkeys(cue_ids))
-        for r in self._read(q.ENGRAMS_FOR_CUES, ids=ids, limit=int(limit_per_cue)):
-            out[r["cid"]] = [(e, float(s)) for e, s in r["hits"] if e is not None and s is not None]
-        return out
+    def seek(self, query: Seek) -> Seeds:
+        """Every channel of ``query`` in one Cypher query (``reads.seek_statement``)."""
+        return self._seek(query, total=True)
 
-    def cue_degrees(self, cue_ids: Sequence[str]) -> dict[str, int]:
-        """How many engrams each (existing) cue encodes."""
-        if not cue_ids:
-            return {}
-        records = self._read(q.CUE_DEGREES, ids=list(dict.fromkeys(cue_ids)))
-        return {r["cid"]: int(r["degree"]) for r in records}
+    def vector_search_above(
+        self, embedding: np.ndarray, k: int, min_score: float
+    ) -> list[tuple[str, float]]:
+        """The vector channel of ``seek`` alone, without the engram count."""
+        return self._seek(Seek(k=k, vector=embedding, vector_floor=min_score), total=False).vector
 
-    def cues_of(self, engram_ids: Sequence[str]) -> list[Link]:
-        """The EncodedBy edges of these engrams."""
-        if not engram_ids:
-            return []
-        records = self._read(q.CUES_OF, ids=list(dict.fromkeys(engram_ids)))
-        return [
-            Link(r["eid"], r["cid"], float(r["strength"]))
-            for r in records
-            if r["cid"] is not None and r["strength"] is not None
-        ]
+    def _seek(self, query: Seek, *, total: bool) -> Seeds:
+        from neo4j.exceptions import ClientError
 
-    def associations_of(
-        self, engram_ids: Sequence[str], limit_per_engram: int
-    ) -> list[Association]:
-        """AssociatedWith edges touching these engrams, strongest ``limit_per_engram`` per
-        engram and direction; an edge between two of them is listed once."""
-        if not engram_ids or limit_per_engram <= 0:
-            return []
-        ids = list(dict.fromkeys(engram_ids))
-        seen: dict[tuple[str, str, str], Association] = {}
-        for r in self._read(q.ASSOCIATIONS_OF, ids=ids, limit=int(limit_per_engram)):
-            if None in (r["source"], r["target"], r["strength"]):
-                continue  # deleted by a concurrent forget while this query read it
-            edge = association_from(
-                [r["source"], r["target"], r["strength"], r["relation_type"], r["created_at"]]
-            )
-            seen.setdefault((edge.source_id, edge.target_id, edge.relation_type), edge)
-        return list(seen.values())
+        engram_index = self._index_for("Engram", query.vector)
+        cue_index = self._index_for("Cue", _first_row(query.cue_vectors))
+        built = seek_statement(query, self.user, engram_index, cue_index, total=total)
+        if built is None:
+            return Seeds()
+        try:
+            records = self._run(built[0], read=True, **built[1])
+        except BackendError as exc:
+            # A vector index dropped or rebuilt under us: answer exactly this time.
+            indexed = engram_index is not None or cue_index is not None
+            if not indexed or not isinstance(exc.__cause__, ClientError):
+                raise
+            log.warning("neo4j vector index query failed; exact search", error=str(exc))
+            self._refresh_vector_indexes()
+            built = seek_statement(query, self.user, None, None, total=total)
+            assert built is not None
+            records = self._run(built[0], read=True, **built[1])
+        return seeds_from(records[0], query)
+
+    def _index_for(self, label: str, vector: np.ndarray | None) -> str | None:
+        """The usable vector index on ``label`` for vectors as wide as ``vector``."""
+        index = self._vector_indexes.get(label)
+        if index is None or vector is None or index.dims != np.asarray(vector).size:
+            return None
+        return index.name
+
+    def neighbourhood(self, query: Expand) -> Neighbourhood:
+        """One hop around ``query.ids`` in one Cypher query (``reads.neighbourhood_statement``)."""
+        built = neighbourhood_statement(query, self.user)
+        if built is None:
+            return Neighbourhood()
+        return neighbourhood_from(self._run(built[0], read=True, **built[1])[0], query)
 
     # -- streams -------------------------------------------------------------------------------
     def iter_engrams(self, batch_size: int = 1000) -> Iterator[Engram]:
@@ -701,9 +626,11 @@ class _VectorIndex:
     online: bool
 
 
-def _cosine(normalised_score: float) -> float:
-    """Neo4j's cosine score ``(1 + cos) / 2`` back to the cosine similarity."""
-    return 2.0 * float(normalised_score) - 1.0
+def _first_row(vectors: np.ndarray | None) -> np.ndarray | None:
+    if vectors is None or np.asarray(vectors).size == 0:
+        return None
+    matrix = np.asarray(vectors)
+    return matrix[0] if matrix.ndim > 1 else matrix
 
 
 def _first_line(exc: BaseException) -> str:

@@ -11,8 +11,8 @@ not load the list); nodes written before the bytes existed still return their li
 Timestamps are stored as ``DATETIME`` but read as microseconds since the epoch: the
 driver builds each ``DateTime`` object slowly (about half a millisecond each).
 
-Vector-index scores are Neo4j's normalised cosine ``(1 + cos) / 2``; the backend converts
-them back to cosine similarity.
+The two recall reads, ``seek`` and ``neighbourhood``, are assembled from fragments in
+``reads.py``.
 """
 
 ENGRAM_VECTOR_INDEX = "smriti_engram_embedding"
@@ -297,84 +297,4 @@ UNWIND $keys AS key
 MATCH (c:Cue {user: $user, key: key})
 RETURN c {.id, .name, .cue_type, .embedding_f32,
   embedding: CASE WHEN c.embedding_f32 IS NULL THEN c.embedding END} AS p
-"""
-ENGRAMS_FOR_CUES = """
-UNWIND $ids AS cid
-MATCH (c:Cue {user: $user, id: cid})
-CALL (c) {
-  MATCH (c)<-[r:EncodedBy]-(e:Engram {user: $user})
-  RETURN e.id AS eid, r.strength AS strength
-  ORDER BY e.importance DESC, e.id
-  LIMIT $limit
-}
-RETURN cid, collect([eid, strength]) AS hits
-"""
-CUE_DEGREES = """
-UNWIND $ids AS cid
-MATCH (c:Cue {user: $user, id: cid})
-RETURN cid, COUNT { (c)<-[:EncodedBy]-(:Engram) } AS degree
-"""
-CUES_OF = """
-UNWIND $ids AS eid
-MATCH (e:Engram {user: $user, id: eid})-[r:EncodedBy]->(c:Cue)
-RETURN eid, c.id AS cid, r.strength AS strength
-"""
-ASSOCIATIONS_OF = """
-UNWIND $ids AS eid
-MATCH (e:Engram {user: $user, id: eid})
-CALL (e) {
-  MATCH (e)-[r:AssociatedWith]->(o:Engram)
-  RETURN e.id AS source, o.id AS target, r ORDER BY r.strength DESC LIMIT $limit
-  UNION
-  MATCH (e)<-[r:AssociatedWith]-(o:Engram)
-  RETURN o.id AS source, e.id AS target, r ORDER BY r.strength DESC LIMIT $limit
-}
-RETURN source, target, r.strength AS strength, r.relation_type AS relation_type,
-       r.created_at AS created_at
-"""
-
-# -- search ----------------------------------------------------------------------------
-# Index queries return the raw hit count too, so the caller knows when the index is
-# exhausted; the user (and memory type) filter runs before the caller's k cut.
-# Hits are re-scored exactly: index scores are approximate (quantized indexes, made by
-# other tools, are off by several percent), and the caller sorts and cuts.
-ENGRAM_VECTOR_QUERY = """
-CALL db.index.vector.queryNodes($index, $fetch, $vector) YIELD node
-WITH count(*) AS raw, collect(CASE
-  WHEN node.user = $user AND ($memory_type IS NULL OR node.memory_type = $memory_type)
-  THEN node END) AS nodes
-RETURN raw, [n IN nodes | [n.id, vector.similarity.cosine(n.embedding, $vector)]] AS hits
-"""
-CUE_VECTOR_QUERY = """
-CALL db.index.vector.queryNodes($index, $fetch, $vector) YIELD node
-WITH count(*) AS raw, collect(CASE WHEN node.user = $user THEN node END) AS nodes
-RETURN raw, [n IN nodes | [
-  n {.id, .name, .cue_type, .embedding_f32,
-    embedding: CASE WHEN n.embedding_f32 IS NULL THEN n.embedding END},
-  vector.similarity.cosine(n.embedding, $vector)]] AS hits
-"""
-TEXT_QUERY = f"""
-CALL db.index.fulltext.queryNodes('{ENGRAM_TEXT_INDEX}', $query, {{limit: $fetch}})
-  YIELD node, score
-WITH count(*) AS raw, collect(CASE
-  WHEN node.user = $user AND ($memory_type IS NULL OR node.memory_type = $memory_type)
-  THEN [node.id, score] END) AS hits
-RETURN raw, hits[..$k] AS hits
-"""
-# Exact fallbacks (no index yet, or a user whose share of a shared index is tiny).
-ENGRAM_VECTOR_EXACT = """
-MATCH (e:Engram {user: $user})
-WHERE e.embedding IS NOT NULL AND ($memory_type IS NULL OR e.memory_type = $memory_type)
-WITH e, vector.similarity.cosine(e.embedding, $vector) AS score
-WHERE score IS NOT NULL
-RETURN e.id AS id, score ORDER BY score DESC, id LIMIT $k
-"""
-CUE_VECTOR_EXACT = """
-MATCH (c:Cue {user: $user})
-WHERE c.embedding IS NOT NULL
-WITH c, vector.similarity.cosine(c.embedding, $vector) AS score
-WHERE score IS NOT NULL
-WITH c, score ORDER BY score DESC, c.id LIMIT $k
-RETURN c {.id, .name, .cue_type, .embedding_f32,
-  embedding: CASE WHEN c.embedding_f32 IS NULL THEN c.embedding END} AS p, score
 """

@@ -16,6 +16,7 @@ from smriti_backend_neo4j.naming import database_name_for
 
 from smriti.config import Settings
 from smriti.errors import BackendError
+from smriti.reads import Seek
 from smriti.testing import GraphBuilder
 
 from .conftest import ServerInfo
@@ -146,7 +147,7 @@ def test_database_mode_sends_every_statement_to_the_users_database(
     with backend:
         backend.add_memory(build.engram(1), [build.cue("kiwi")], [])
         assert [e.id for e in backend.list_engrams(5)] == ["e00001"]
-        assert backend.vector_search(build.vec(10_001), 1)[0][0] == "e00001"
+        assert backend.seek(Seek(k=1, vector=build.vec(10_001))).vector[0][0] == "e00001"
     with neo4j.GraphDatabase.driver(
         neo4j_server.uri, auth=(neo4j_server.username, neo4j_server.password)
     ) as driver:

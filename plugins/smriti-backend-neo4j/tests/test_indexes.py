@@ -8,6 +8,7 @@ import neo4j
 import pytest
 from smriti_backend_neo4j.backend import Neo4jBackend
 
+from smriti.reads import Seek
 from smriti.testing import GraphBuilder
 
 from .conftest import ServerInfo
@@ -46,5 +47,5 @@ def test_existing_index_on_engram_embedding_is_used_only_if_it_fits(
     index = backend._vector_indexes.get("Engram")
     assert (index is not None and index.dims == DIMS) is used
     query = build.vec(10_007)
-    [(best, score)] = backend.vector_search(query, 1)
+    [(best, score)] = backend.seek(Seek(k=1, vector=query)).vector
     assert best == "e00007" and score == pytest.approx(1.0, abs=1e-4)

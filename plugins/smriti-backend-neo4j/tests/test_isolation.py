@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from smriti_backend_neo4j import backend as backend_module
+from smriti_backend_neo4j import reads as reads_module
 from smriti_backend_neo4j.backend import Neo4jBackend
 
 from smriti.config import Settings
@@ -22,6 +22,7 @@ from smriti.engine import Engine
 from smriti.errors import NotFound
 from smriti.model import Cue
 from smriti.plugins import create_plugin_manager
+from smriti.reads import Seek
 from smriti.storage import unit
 from smriti.testing import GraphBuilder
 
@@ -43,7 +44,7 @@ def _crowd(build: GraphBuilder, query: np.ndarray, n: int, offset: int) -> list:
 def test_index_hits_are_filtered_by_user_before_the_cut(
     make_backend: Callable[..., Neo4jBackend], monkeypatch: pytest.MonkeyPatch, max_fetch: int
 ) -> None:
-    monkeypatch.setattr(backend_module, "MAX_FETCH", max_fetch)
+    monkeypatch.setattr(reads_module, "MAX_FETCH", max_fetch)
     build = GraphBuilder(DIMS)
     query = build.vec(1)
     alice, bob = make_backend("alice"), make_backend("bob")
@@ -58,14 +59,16 @@ def test_index_hits_are_filtered_by_user_before_the_cut(
     assert bob.ensure_indexes(DIMS, 0) == [], "the shared indexes exist already"
     bob._refresh_vector_indexes()
 
-    got = bob.vector_search(query * 2.0, 5)
-    assert sorted(i for i, _ in got) == sorted(e.id for e in mine)
-    for engram_id, score in got:
+    seeds = bob.seek(Seek(k=5, vector=query * 2.0, text="zebra"))
+    assert sorted(i for i, _ in seeds.vector) == sorted(e.id for e in mine)
+    for engram_id, score in seeds.vector:
         [e] = [m for m in mine if m.id == engram_id]
         assert score == pytest.approx(float(unit(query) @ e.embedding), abs=1e-3)
-    assert [i for i, _ in bob.text_search("zebra", 10)] != []
-    assert {i for i, _ in bob.text_search("zebra", 10)} == {e.id for e in mine}
-    assert {i for i, _ in alice.vector_search(query, 10)} <= {f"e{i:05d}" for i in range(400)}
+    assert {i for i, _ in seeds.text} == {e.id for e in mine}
+    assert seeds.total == 5
+    theirs = alice.seek(Seek(k=10, vector=query, text="zebra"))
+    assert {i for i, _ in theirs.vector} <= {f"e{i:05d}" for i in range(400)}
+    assert len(theirs.vector) == len(theirs.text) == 10 and theirs.total == 400
 
 
 def test_cue_index_hits_are_filtered_by_user(make_backend: Callable[..., Neo4jBackend]) -> None:
@@ -81,9 +84,14 @@ def test_cue_index_hits_are_filtered_by_user(make_backend: Callable[..., Neo4jBa
     bob.add_memory(build.engram(999), [own], [])
     alice.ensure_indexes(DIMS, 50)
     bob._refresh_vector_indexes()
-    got = bob.cue_vector_search(target, 3)
-    assert [c.id for c, _ in got] == [own.id]
-    assert got[0][1] == pytest.approx(float(target @ own.embedding), abs=1e-3)
+    # Alice's cues fill every index hit and pass any floor: Bob's cue comes from the
+    # exact scan that follows.
+    query = Seek(k=5, cue_vectors=target[None, :], cue_neighbours=3, cue_similarity=-1.0)
+    [match] = bob.seek(query).cues
+    assert match.cue_id == own.id and match.degree == 1 and match.engrams == [("e00999", 1.0)]
+    assert match.similarity == pytest.approx(float(target @ own.embedding), abs=1e-3)
+    near = alice.seek(Seek(k=5, cue_vectors=target[None, :], cue_neighbours=3)).cues
+    assert len(near) == 3 and all(m.cue_id.startswith("c-a") for m in near)
 
 
 # -- property-based: random interleavings through the Engine ----------------------------
@@ -189,4 +197,4 @@ def test_very_long_text_queries_work(make_backend: Callable[..., Neo4jBackend]) 
     backend = make_backend("alice")
     backend.add_memory(build.engram(1, content="needle in the haystack"), [], [])
     words = " ".join(f"word{i}" for i in range(3000))
-    assert [i for i, _ in backend.text_search(f"needle {words}", 5)] == ["e00001"]
+    assert [i for i, _ in backend.seek(Seek(k=5, text=f"needle {words}")).text] == ["e00001"]

@@ -9,6 +9,8 @@ import neo4j
 import numpy as np
 from smriti_backend_neo4j.backend import Neo4jBackend
 
+from smriti.reads import Seek
+
 from .conftest import ServerInfo
 
 
@@ -33,9 +35,9 @@ def test_old_nodes_are_migrated_and_readable(
     assert engram.cluster_id == -1 and engram.tags == ["vintage"]
     assert engram.created_at == when
     np.testing.assert_allclose(engram.embedding, vector)
-    assert [i for i, _ in backend.text_search("vintage", 3)] == ["old1"]
-    assert [i for i, _ in backend.text_search("walrus", 3)] == ["old1"]
-    assert backend.vector_search(np.array(vector), 1)[0][0] == "old1"
+    assert [i for i, _ in backend.seek(Seek(k=3, text="vintage")).text] == ["old1"]
+    assert [i for i, _ in backend.seek(Seek(k=3, text="walrus")).text] == ["old1"]
+    assert backend.seek(Seek(k=1, vector=np.array(vector))).vector[0][0] == "old1"
     assert backend.get_meta("neo4j.schema_version") == "1"
     again = make_backend("olduser")  # a second open does not migrate again
     assert again.get_engrams(["old1"])[0].cluster_id == -1
