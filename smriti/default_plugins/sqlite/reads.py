@@ -9,6 +9,7 @@ transaction stays open while the caller holds the iterator.
 
 from __future__ import annotations
 
+import heapq
 import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -49,12 +50,10 @@ def _in_chunks(conn: sqlite3.Connection, query: str, ids: Sequence[str], *extra:
     return rows
 
 
-#: Up to ?N engrams per cue, most important first (ties by id), with the link strength.
+#: Every (cue, engram, strength, importance) of some cues (covering indexes only).
 _MEMBERS = (
-    "SELECT cue_id, engram_id, strength FROM (SELECT l.cue_id, l.engram_id, l.strength, "
-    "row_number() OVER (PARTITION BY l.cue_id ORDER BY e.importance DESC, e.id) AS rank "
-    "FROM link AS l JOIN engram AS e ON e.id = l.engram_id WHERE l.cue_id IN ({marks})) "
-    "WHERE rank <= ? ORDER BY cue_id, rank"
+    "SELECT l.cue_id, l.engram_id, l.strength, e.importance FROM link AS l "
+    "JOIN engram AS e ON e.id = l.engram_id WHERE l.cue_id IN ({marks})"
 )
 #: Up to ?N strongest associations per engram at one end (ties by the other end's id).
 _EDGES = (
@@ -220,10 +219,13 @@ class ReadsMixin(_Self):  # type: ignore[misc,valid-type]
         """Up to ``limit`` (engram id, strength) per cue, most important first."""
         if limit <= 0 or not cue_ids:
             return {}
-        members: dict[str, list[tuple[str, float]]] = {c: [] for c in cue_ids}
-        for cue_id, engram_id, strength in _in_chunks(conn, _MEMBERS, cue_ids, int(limit)):
-            members[cue_id].append((engram_id, float(strength)))
-        return members
+        # Ranked here: a window function over the same rows took twice as long (10k rows).
+        ranked: dict[str, list[tuple[float, str, float]]] = {c: [] for c in cue_ids}
+        for cue_id, engram_id, strength, importance in _in_chunks(conn, _MEMBERS, cue_ids):
+            ranked[cue_id].append((-importance, engram_id, float(strength)))
+        return {
+            c: [(e, s) for _, e, s in heapq.nsmallest(limit, rows)] for c, rows in ranked.items()
+        }
 
     def _associations(
         self, conn: sqlite3.Connection, ids: Sequence[str], limit: int

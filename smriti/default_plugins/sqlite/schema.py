@@ -63,7 +63,9 @@ _V1 = (
         created_at INTEGER NOT NULL,
         PRIMARY KEY (engram_id, cue_id)
     ) WITHOUT ROWID""",
-    "CREATE INDEX link_by_cue ON link (cue_id)",
+    # Covering indexes for recall's "engrams of these cues, most important first".
+    "CREATE INDEX link_by_cue ON link (cue_id, engram_id, strength)",
+    "CREATE INDEX engram_importance ON engram (id, importance)",
     """CREATE TABLE association (
         source_id TEXT NOT NULL REFERENCES engram (id) ON DELETE CASCADE,
         target_id TEXT NOT NULL REFERENCES engram (id) ON DELETE CASCADE,

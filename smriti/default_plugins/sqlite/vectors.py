@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from smriti.storage import cosine_top_k, unit
+from smriti.storage import cosine_top_k
 
 
 @dataclass(slots=True)
@@ -27,19 +27,18 @@ class _Block:
     labels: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     matrix: np.ndarray | None = None
 
-    def append(self, rows: list[tuple[str, np.ndarray, int]]) -> None:
-        n, dims = len(self.ids), rows[0][1].shape[0]
-        need = n + len(rows)
+    def append(self, ids: list[str], vectors: np.ndarray, labels: np.ndarray) -> None:
+        """Add unit rows (amortised: the matrix grows by doubling)."""
+        n, need = len(self.ids), len(self.ids) + len(ids)
         if self.matrix is None or self.matrix.shape[0] < need:
-            grown = np.zeros((max(need, 2 * n, 64), dims), dtype=np.float32)
-            labels = np.zeros(grown.shape[0], dtype=np.int32)
+            grown = np.zeros((max(need, 2 * n, 64), vectors.shape[1]), dtype=np.float32)
+            grown_labels = np.zeros(grown.shape[0], dtype=np.int32)
             if self.matrix is not None:
-                grown[:n], labels[:n] = self.matrix[:n], self.labels[:n]
-            self.matrix, self.labels = grown, labels
-        for i, (key, vector, label) in enumerate(rows, start=n):
-            self.matrix[i] = vector
-            self.labels[i] = label
-            self.ids.append(key)
+                grown[:n], grown_labels[:n] = self.matrix[:n], self.labels[:n]
+            self.matrix, self.labels = grown, grown_labels
+        self.matrix[n:need] = vectors
+        self.labels[n:need] = labels
+        self.ids.extend(ids)
 
 
 class VectorTable:
@@ -83,13 +82,17 @@ class VectorTable:
             self._top = max(self._top, int(top))
 
     def _add(self, rows: list[tuple[int, str, bytes, str]]) -> None:
-        by_dims: dict[int, list[tuple[str, np.ndarray, int]]] = {}
-        for _, key, blob, kind in rows:
-            vector = unit(np.frombuffer(blob, dtype="<f4"))
-            label = self._labels.setdefault(kind, len(self._labels))
-            by_dims.setdefault(vector.shape[0], []).append((key, vector, label))
-        for dims, block_rows in by_dims.items():
-            self._blocks.setdefault(dims, _Block()).append(block_rows)
+        by_width: dict[int, list[tuple[int, str, bytes, str]]] = {}
+        for row in rows:
+            by_width.setdefault(len(row[2]) // 4, []).append(row)
+        for dims, group in by_width.items():
+            matrix = np.frombuffer(b"".join(r[2] for r in group), dtype="<f4")
+            matrix = matrix.reshape(len(group), dims).astype(np.float32)
+            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+            matrix /= np.where(norms > 0, norms, 1.0)  # zero rows stay zero
+            labels = [self._labels.setdefault(r[3], len(self._labels)) for r in group]
+            block = self._blocks.setdefault(dims, _Block())
+            block.append([r[1] for r in group], matrix, np.asarray(labels, dtype=np.int32))
 
     def search(
         self, query: np.ndarray, k: int, floor: float = -1.0, memory_type: str | None = None
