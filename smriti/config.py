@@ -289,6 +289,13 @@ class Settings:
     owner_idle: int = field(
         default=300, metadata={"env": "SMRITI_OWNER_IDLE", "parse": _int(0, 10**7)}
     )
+    working_set: str = field(
+        default="auto",
+        metadata={"env": "SMRITI_WORKING_SET", "parse": _choice("auto", "on", "off")},
+    )
+    working_set_mb: int = field(
+        default=2048, metadata={"env": "SMRITI_WORKING_SET_MB", "parse": _int(0, 10**7)}
+    )
     log_level: str = field(
         default="info", metadata={"env": "LOG_LEVEL", "parse": _choice(*_LOG_LEVELS)}
     )

@@ -75,6 +75,12 @@ class StorageBackend(ABC):
     #: holding a file lock). Every Smriti process of the user then reaches the store
     #: through one owner process (``smriti.owner``) unless ``SMRITI_OWNER=off``.
     single_process: ClassVar[bool] = False
+    #: True when nothing but this process writes the store while it is open (an
+    #: embedded database it holds locked). The engine then answers reads from a working
+    #: set in memory (``smriti.index``) and applies every write to it; with
+    #: ``SMRITI_WORKING_SET=on`` it does so for any backend (one Smriti server as the
+    #: only writer of a Neo4j or FalkorDB database).
+    sole_writer: bool = False
 
     def __init__(self, user: str) -> None:
         self.user = user
@@ -282,6 +288,22 @@ class StorageBackend(ABC):
     @abstractmethod
     def iter_cooccurrences(self) -> Iterator[CoOccurrence]:
         """Every CoOccurs edge."""
+
+    def working_set_streams(
+        self,
+    ) -> tuple[Iterable[Cue], Iterable[Engram], Iterable[Link], Iterable[Association]]:
+        """Every cue, engram (with embedding), link and association, in any order, for
+        loading a working set (``smriti.index``); consumed in that order.
+
+        The default is the ``iter_*`` streams; a backend with a faster unordered read
+        of its tables overrides it.
+        """
+        return (
+            self.iter_cues(),
+            self.iter_engrams(2000),
+            self.iter_links(),
+            self.iter_associations(),
+        )
 
 
 def cosine_top_k(

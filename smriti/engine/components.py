@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from smriti import index
 from smriti.backup import BackupProvider
 from smriti.clustering import Clusterer
 from smriti.config import Settings
@@ -78,9 +79,10 @@ def choose_clusterer(registry: Registry, settings: Settings) -> Clusterer | None
 
 
 def choose_backend(registry: Registry, settings: Settings, user: str) -> StorageBackend:
-    """The ``DB_TYPE`` backend for ``user`` (not yet opened)."""
+    """The ``DB_TYPE`` backend for ``user`` (not yet opened), behind a working set when
+    it is its store's only writer (``smriti.index``)."""
     cls = registry.get("backend", settings.db_type, "DB_TYPE")
-    return cls.from_settings(settings, user)
+    return index.wrap(settings, cls.from_settings(settings, user))
 
 
 def choose_backup(registry: Registry, settings: Settings, user: str) -> BackupProvider:

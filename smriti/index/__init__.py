@@ -1,0 +1,37 @@
+"""The retrieval layer: a working set in memory for backends that are their store's only
+writer (``StorageBackend.sole_writer``).
+
+- ``working_set`` — ``WorkingSet``: engram rows and vectors, cues, EncodedBy and
+  AssociatedWith adjacency, the lexical index and the listing order; answers the storage
+  contract's reads.
+- ``indexed`` — ``IndexedBackend``: wraps a backend, loads its working set in the
+  background, routes reads to it and applies every committed write to it.
+- ``vectors`` (exact cosine with an int8 pre-scan), ``text`` (BM25 and its analyzer),
+  ``graph`` (rows and adjacency), ``ranking`` (cue members by importance), ``recency``
+  (list order), ``budget`` (``SMRITI_WORKING_SET_MB`` across users).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from smriti.config import Settings
+    from smriti.storage import StorageBackend
+
+
+def wanted(settings: Settings, backend: StorageBackend) -> bool:
+    """Whether ``backend`` gets a working set: ``SMRITI_WORKING_SET`` is ``on``, or
+    ``auto`` and the backend is its store's only writer; and the budget is not 0."""
+    if settings.working_set_mb <= 0 or settings.working_set == "off":
+        return False
+    return settings.working_set == "on" or backend.sole_writer
+
+
+def wrap(settings: Settings, backend: StorageBackend, background: bool = True) -> StorageBackend:
+    """``backend`` behind an ``IndexedBackend`` when it gets a working set (``wanted``)."""
+    if not wanted(settings, backend):
+        return backend
+    from smriti.index.indexed import IndexedBackend
+
+    return IndexedBackend(backend, settings.working_set_mb, background=background)

@@ -1,0 +1,383 @@
+"""``IndexedBackend``: a sole-writer backend whose reads a working set answers.
+
+The engine wraps a backend in it when the backend is the only writer of its store
+(``StorageBackend.sole_writer``, or ``SMRITI_WORKING_SET=on``). The backend keeps
+persistence; the working set (``smriti.index.working_set``) answers recall's reads.
+
+- **Loading** happens on a background thread after ``open``, so a server answers at
+  once; until the working set is ready every read goes to the backend's own (native)
+  path. Writes made meanwhile are recorded and replayed onto the loaded set: every
+  change is an absolute value or a removal, so replaying one the load already saw
+  changes nothing.
+- **Writes** go to the backend first; only once it has committed are they applied to
+  the working set, so nothing is readable that is not stored.
+- **Access strengthening** (recall's access count, time and decay) is applied to the
+  working set at once and written to the backend shortly after on a background thread,
+  in one batch for a burst of recalls. Every read the backend answers, every other
+  write and ``close`` write it first; a crash in between loses only those access
+  updates, never a memory.
+- **Budget**: a working set that would not fit in ``SMRITI_WORKING_SET_MB`` (shared by
+  every working set of the process, least recently used evicted first) is not loaded,
+  and a warning says so; reads then stay on the native path.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from smriti.index.budget import BUDGET
+from smriti.index.working_set import WorkingSet
+from smriti.logs import get_logger
+from smriti.model import Association, CoOccurrence, Cue, Engram, EngramUpdate, Link
+from smriti.reads import Expand, Neighbourhood, Seeds, Seek
+from smriti.storage import AssociationSearch, EngramStats, StorageBackend, StoredMemory
+
+log = get_logger(__name__)
+
+#: Seconds a burst of access strengthening is gathered before it is written.
+STRENGTHEN_DELAY = 0.2
+#: Bytes per engram assumed before loading (rows and vectors only: a lower bound).
+ROW_BYTES = 900
+
+
+class _Stopped(Exception):
+    """The backend closed while its working set was loading."""
+
+
+class IndexedBackend(StorageBackend):
+    """Wraps ``inner``; see the module docstring. Unknown attributes are ``inner``'s."""
+
+    name = "indexed"
+
+    def __init__(self, inner: StorageBackend, budget_mb: int, background: bool = True) -> None:
+        super().__init__(inner.user)
+        self.inner = inner
+        self.name = inner.name  # type: ignore[misc]
+        self.multi_tenant = inner.multi_tenant
+        self.sole_writer = True
+        self.budget_bytes = int(budget_mb) * 2**20
+        self.background = background
+        #: Guards the working set's state and the changes recorded while it loads.
+        self._lock = threading.RLock()
+        self._ws: WorkingSet | None = None
+        self.state = "cold"  # cold | loading | ready | over budget | failed
+        self._pending: list[Callable[[WorkingSet], None]] | None = None
+        self._loader: threading.Thread | None = None
+        self._closing = threading.Event()
+        self._queued: dict[str, EngramUpdate] = {}
+        self._queue_lock = threading.Lock()
+        self._flush_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._flusher: threading.Thread | None = None
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr == "inner":
+            raise AttributeError(attr)
+        return getattr(self.inner, attr)
+
+    @classmethod
+    def from_settings(cls, settings: Any, user: str) -> StorageBackend:  # pragma: no cover
+        raise TypeError("IndexedBackend wraps a backend: use smriti.index.wrap")
+
+    # -- lifecycle -------------------------------------------------------------------
+    def open(self) -> None:
+        """Open the backend, then load the working set (in the background if so made)."""
+        self.inner.open()
+        self._closing.clear()
+        self._flusher = threading.Thread(
+            target=self._flush_in_background, name="smriti-strengthen", daemon=True
+        )
+        self._flusher.start()
+        if self.background:
+            self._start_loading()
+        else:
+            self._begin()
+            self._load()
+
+    def close(self) -> None:
+        """Stop loading, write queued strengthening, close the backend; idempotent."""
+        self._closing.set()
+        self._wake.set()
+        loader, self._loader = self._loader, None
+        if loader is not None:
+            loader.join()
+        flusher, self._flusher = self._flusher, None
+        if flusher is not None:
+            flusher.join()
+        try:
+            self.flush_strengthening()
+        except Exception as exc:  # closing must not fail; only access updates are lost
+            log.error("access strengthening not saved", user=self.user, error=str(exc))
+        with self._lock:
+            self._ws, self._pending, self.state = None, None, "cold"
+        BUDGET.release(self)
+        self.inner.close()
+
+    def needs_reopen(self) -> bool:
+        return self.inner.needs_reopen()
+
+    def evict(self) -> None:
+        """Drop the working set (the budget needs the room); reads go to the backend."""
+        with self._lock:
+            if self._ws is None:
+                return
+            self._ws, self.state = None, "cold"
+        BUDGET.release(self)
+        log.info("working set evicted to stay within the budget", user=self.user)
+
+    def working_set_status(self) -> dict[str, Any]:
+        """For ``stats`` and ``doctor``: the state, size and memory of the working set."""
+        ws = self._ws
+        status: dict[str, Any] = {"state": self.state, "budget_mb": self.budget_bytes >> 20}
+        if ws is not None:
+            status.update(engrams=len(ws), mb=round(ws.nbytes() / 2**20, 1))
+        return status
+
+    # -- loading ------------------------------------------------------------------------
+    def _begin(self) -> bool:
+        """Mark a load as started (recording changes from now); False if one runs."""
+        with self._lock:
+            if self.state not in ("cold", "failed") or self._closing.is_set():
+                return False
+            self.state, self._pending = "loading", []
+            return True
+
+    def _start_loading(self) -> None:
+        if not self._begin():
+            return
+        self._loader = threading.Thread(target=self._load, name="smriti-index", daemon=True)
+        self._loader.start()
+
+    def _load(self) -> None:
+        began = time.monotonic()
+        try:
+            count = self.inner.count_engrams()
+            if count * ROW_BYTES > self.budget_bytes:
+                self._over_budget(count * ROW_BYTES, count)
+                return
+            ws = WorkingSet(capacity=count + count // 16 + 64)
+            cues, engrams, links, associations = self.inner.working_set_streams()
+            ws.load(*(self._until_closed(s) for s in (cues, engrams, links, associations)))
+        except _Stopped:
+            return
+        except Exception as exc:
+            with self._lock:
+                self.state, self._pending = "failed", None
+            log.error(
+                "working set not loaded; reads use the backend's own queries",
+                user=self.user, error=f"{type(exc).__name__}: {exc}",
+            )  # fmt: skip
+            return
+        nbytes = ws.nbytes()
+        if not BUDGET.admit(self, nbytes, self.budget_bytes):
+            self._over_budget(nbytes, len(ws))
+            return
+        with self._lock:
+            for change in self._pending or ():
+                change(ws)
+            self._ws, self._pending, self.state = ws, None, "ready"
+        log.info(
+            "working set loaded", user=self.user, engrams=len(ws),
+            mb=round(nbytes / 2**20, 1), seconds=round(time.monotonic() - began, 2),
+        )  # fmt: skip
+
+    def _over_budget(self, nbytes: int, count: int) -> None:
+        with self._lock:
+            self.state, self._pending = "over budget", None
+        log.warning(
+            "the working set does not fit in SMRITI_WORKING_SET_MB: recall uses the "
+            "backend's own queries, which are slower; raise the budget to keep it in memory",
+            user=self.user, engrams=count, needed_mb=round(nbytes / 2**20, 1),
+            budget_mb=self.budget_bytes >> 20,
+        )  # fmt: skip
+
+    def _until_closed[T](self, items: Iterable[T]) -> Iterator[T]:
+        for n, item in enumerate(items):
+            if n % 1000 == 0 and self._closing.is_set():
+                raise _Stopped
+            yield item
+
+    def _reader(self) -> WorkingSet | None:
+        """The working set when it is ready (else None: ask the backend)."""
+        ws = self._ws
+        if ws is not None:
+            BUDGET.touch(self)
+        elif self.state == "cold" and self.background:
+            self._start_loading()  # evicted earlier: load again
+        return ws
+
+    def _native(self) -> StorageBackend:
+        """The backend, with the strengthening queued so far written to it."""
+        self.flush_strengthening()
+        return self.inner
+
+    def _apply(self, change: Callable[[WorkingSet], None]) -> None:
+        """Apply a committed change to the working set, or record it while it loads."""
+        with self._lock:
+            if self._ws is not None:
+                change(self._ws)
+            elif self._pending is not None:
+                self._pending.append(change)
+
+    # -- strengthening -------------------------------------------------------------------
+    def flush_strengthening(self) -> None:
+        """Write the queued access strengthening to the backend now."""
+        with self._flush_lock:
+            with self._queue_lock:
+                batch, self._queued = list(self._queued.values()), {}
+            if batch:
+                self.inner.strengthen_engrams(batch)
+
+    def _flush_in_background(self) -> None:
+        while not self._closing.is_set():
+            self._wake.wait()
+            self._wake.clear()
+            if self._closing.wait(STRENGTHEN_DELAY):
+                return
+            try:
+                self.flush_strengthening()
+            except Exception as exc:  # best effort: the values are in the working set
+                log.warning("access strengthening not saved", user=self.user, error=str(exc))
+
+    # -- metadata and indexes -------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        return self.inner.get_meta(key)
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.inner.set_meta(key, value)
+
+    def ensure_indexes(self, dims: int, min_engrams: int) -> list[str]:
+        return self.inner.ensure_indexes(dims, min_engrams)
+
+    # -- writes -----------------------------------------------------------------------------
+    def add_memory(
+        self, engram: Engram, cues: Sequence[Cue], associations: Sequence[Association]
+    ) -> StoredMemory:
+        stored = self.inner.add_memory(engram, cues, associations)
+        edges = list(associations)
+        self._apply(lambda ws: ws.put_memory(stored, edges))
+        return stored
+
+    def add_memory_with_search(
+        self, engram: Engram, cues: Sequence[Cue], search: AssociationSearch
+    ) -> StoredMemory:
+        found: list[Sequence[Association]] = []
+
+        def searched() -> tuple[Sequence[Association], int]:
+            edges, cluster = search()
+            found.append(edges)
+            return edges, cluster
+
+        stored = self.inner.add_memory_with_search(engram, cues, searched)
+        edges = list(found[0]) if found else []
+        self._apply(lambda ws: ws.put_memory(stored, edges))
+        return stored
+
+    def update_engrams(self, updates: Sequence[EngramUpdate]) -> None:
+        self.flush_strengthening()  # an older strengthening must not overwrite these
+        self.inner.update_engrams(updates)
+        batch = list(updates)
+        self._apply(lambda ws: ws.update(batch))
+
+    def strengthen_engrams(self, updates: Sequence[EngramUpdate]) -> None:
+        batch = list(updates)
+        with self._lock:
+            ws = self._ws
+            if ws is not None:
+                ws.update(batch)
+        if ws is None:
+            self.inner.strengthen_engrams(batch)
+            self._apply(lambda w: w.update(batch))
+            return
+        with self._queue_lock:
+            for u in batch:
+                self._queued[u.id] = u
+        self._wake.set()
+
+    def delete_engrams(self, ids: Sequence[str]) -> int:
+        self.flush_strengthening()
+        deleted = self.inner.delete_engrams(ids)
+        doomed = list(ids)
+        self._apply(lambda ws: ws.remove_engrams(doomed))
+        return deleted
+
+    def delete_orphan_cues(self) -> int:
+        deleted = self.inner.delete_orphan_cues()
+        self._apply(lambda ws: ws.remove_orphan_cues())
+        return deleted
+
+    def import_records(
+        self,
+        engrams: Sequence[Engram],
+        cues: Sequence[Cue],
+        links: Sequence[Link],
+        associations: Sequence[Association],
+        cooccurrences: Sequence[CoOccurrence],
+    ) -> None:
+        self.flush_strengthening()
+        self.inner.import_records(engrams, cues, links, associations, cooccurrences)
+        e, c, lk, a = list(engrams), list(cues), list(links), list(associations)
+        self._apply(lambda ws: ws.put_records(e, c, lk, a))
+
+    # -- reads ------------------------------------------------------------------------------
+    def seek(self, query: Seek) -> Seeds:
+        ws = self._reader()
+        return ws.seek(query) if ws is not None else self._native().seek(query)
+
+    def neighbourhood(self, query: Expand) -> Neighbourhood:
+        ws = self._reader()
+        return ws.neighbourhood(query) if ws is not None else self._native().neighbourhood(query)
+
+    def vector_search_above(
+        self, embedding: np.ndarray, k: int, min_score: float
+    ) -> list[tuple[str, float]]:
+        ws = self._reader()
+        if ws is not None:
+            return ws.vector_search_above(embedding, k, min_score)
+        return self._native().vector_search_above(embedding, k, min_score)
+
+    def get_engrams(self, ids: Sequence[str]) -> list[Engram]:
+        ws = self._reader()
+        return ws.get_engrams(ids) if ws is not None else self._native().get_engrams(ids)
+
+    def list_engrams(self, limit: int, memory_type: str | None = None) -> list[Engram]:
+        ws = self._reader()
+        if ws is not None:
+            return ws.list_engrams(limit, memory_type)
+        return self._native().list_engrams(limit, memory_type)
+
+    def count_engrams(self) -> int:
+        ws = self._reader()
+        return len(ws) if ws is not None else self.inner.count_engrams()
+
+    def get_cues(self, names: Sequence[str]) -> list[Cue]:
+        ws = self._reader()
+        return ws.get_cues(names) if ws is not None else self.inner.get_cues(names)
+
+    def engram_stats(self) -> Iterator[EngramStats]:
+        ws = self._reader()
+        return ws.engram_stats() if ws is not None else self._native().engram_stats()
+
+    def counts(self) -> dict[str, int]:
+        return self._native().counts()
+
+    def iter_engrams(self, batch_size: int = 1000) -> Iterator[Engram]:
+        return self._native().iter_engrams(batch_size)
+
+    def iter_cues(self) -> Iterator[Cue]:
+        return self._native().iter_cues()
+
+    def iter_links(self) -> Iterator[Link]:
+        return self._native().iter_links()
+
+    def iter_associations(self) -> Iterator[Association]:
+        ws = self._reader()
+        return ws.iter_associations() if ws is not None else self._native().iter_associations()
+
+    def iter_cooccurrences(self) -> Iterator[CoOccurrence]:
+        return self._native().iter_cooccurrences()

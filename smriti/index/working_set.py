@@ -1,0 +1,295 @@
+"""One user's working set: what recall reads, held in memory and kept current.
+
+It holds the engrams (rows and unit vectors), the cues (names, vectors), EncodedBy and
+AssociatedWith adjacency, the lexical index and the listing order, and answers the
+storage contract's reads (``seek``, ``neighbourhood``, ``get_engrams``, ...) exactly as
+the backend would, in microseconds instead of a query each. It is authoritative only
+while nothing but this process writes the store, which is why ``IndexedBackend`` uses
+it only for backends that are their store's only writer, and applies every write to it
+after the backend committed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+
+import numpy as np
+
+from smriti.index.graph import POS, Graph
+from smriti.index.recency import RecencyOrder, order_key
+from smriti.index.vectors import VectorCache
+from smriti.model import Association, Cue, Engram, EngramUpdate, Link, normalise_cue_name, utcnow
+from smriti.reads import CueMatch, Expand, Neighbourhood, Seeds, Seek
+from smriti.storage import EngramStats, StoredMemory
+
+#: The EngramUpdate fields, in the order they are applied.
+UPDATED = ("access_count", "last_accessed_at", "decay_factor", "cluster_id", "importance")
+
+
+class WorkingSet:
+    """The in-memory structures recall reads; see the module docstring.
+
+    Writes take ``lock``; reads take it where they touch more than one structure.
+    """
+
+    def __init__(self, capacity: int = 64) -> None:
+        self.lock = threading.RLock()
+        self.graph = Graph()
+        self.vectors = VectorCache(capacity)
+        self.cue_vectors = VectorCache()
+        self.cues_by_key: dict[str, Cue] = {}
+        self.cues_by_id: dict[str, Cue] = {}
+        self.labels: dict[str, int] = {}
+        self.recency = RecencyOrder()
+
+    def __len__(self) -> int:
+        return len(self.graph.rows)
+
+    def label(self, memory_type: str) -> int:
+        """A small integer for a memory type (the vector and text filters' label)."""
+        return self.labels.setdefault(memory_type, len(self.labels))
+
+    def nbytes(self) -> int:
+        """An estimate of the memory held, for the working-set budget."""
+        dims = self.vectors.dims or 0
+        rows = len(self.graph.rows)
+        links = sum(len(m) for m in self.graph.e2c.values())
+        edges = sum(len(m) for m in self.graph.out.values())
+        return (
+            rows * (dims * 5 + 900)
+            + len(self.cues_by_id) * (dims * 4 + 300)
+            + (links + edges) * 220
+        )
+
+    # -- loading ------------------------------------------------------------------------
+    def load(
+        self,
+        cues: Iterable[Cue],
+        engrams: Iterable[Engram],
+        links: Iterable[Link],
+        associations: Iterable[Association],
+    ) -> None:
+        """Fill an empty working set from a store's streams (in this order)."""
+        self.put_cues(cues)
+        batch: list[Engram] = []
+        for e in engrams:
+            batch.append(e)
+            if len(batch) >= 2000:
+                self.put_engrams(batch, ordered=False)
+                batch = []
+        self.put_engrams(batch, ordered=False)
+        with self.lock:
+            self.recency.load(
+                order_key(k, r[POS["last_accessed_at"]], r[POS["created_at"]])  # type: ignore[arg-type]
+                for k, r in self.graph.rows.items()
+            )
+        self.graph.put_links((lk.engram_id, lk.cue_id, float(lk.strength)) for lk in links)
+        self.graph.put_associations(associations, undated=None)
+        self.graph.rank_hubs()
+
+    # -- changes (after the backend committed them) ------------------------------------
+    def put_cues(self, cues: Iterable[Cue]) -> None:
+        """Insert or replace cues (by id; the name map follows)."""
+        with self.lock:
+            rows = []
+            for cue in cues:
+                old = self.cues_by_id.get(cue.id)
+                if old is not None:
+                    self.cues_by_key.pop(normalise_cue_name(old.name), None)
+                bare = Cue(cue.id, cue.name, cue.cue_type)
+                self.cues_by_id[cue.id] = bare
+                self.cues_by_key[normalise_cue_name(cue.name)] = bare
+                if cue.embedding is not None:
+                    rows.append((cue.id, cue.embedding, 0))
+            if rows:
+                self.cue_vectors.put_many(rows)
+
+    def put_engrams(self, engrams: Sequence[Engram], ordered: bool = True) -> None:
+        """Insert or replace engram rows and vectors (and their place in the listing
+        order, unless ``ordered`` is False: ``load`` sorts once at the end)."""
+        if not engrams:
+            return
+        with self.lock:
+            vectors = []
+            for e in engrams:
+                label = self.label(e.memory_type)
+                self.graph.put_engram(e, label)
+                if e.embedding is not None:
+                    vectors.append((e.id, e.embedding, label))
+                else:
+                    self.vectors.remove([e.id])
+                if ordered:
+                    self.recency.put(order_key(e.id, e.last_accessed_at, e.created_at))
+            if vectors:
+                self.vectors.put_many(vectors)
+
+    def put_memory(self, stored: StoredMemory, associations: Sequence[Association]) -> None:
+        """A memory ``add_memory`` stored, with the associations it was given."""
+        with self.lock:
+            self.put_cues(c for c in stored.cues if c.id not in self.cues_by_id)
+            self.put_engrams([stored.engram])
+            engram_id = stored.engram.id
+            self.graph.put_links((engram_id, c.id, 1.0) for c in stored.cues)
+            own = [a for a in associations if a.source_id == engram_id]
+            self.graph.put_associations(own, undated=utcnow())
+
+    def put_records(
+        self,
+        engrams: Sequence[Engram],
+        cues: Sequence[Cue],
+        links: Sequence[Link],
+        associations: Sequence[Association],
+    ) -> None:
+        """Records ``import_records`` loaded."""
+        with self.lock:
+            self.put_cues(cues)
+            self.put_engrams(engrams)
+            known = self.cues_by_id
+            self.graph.put_links(
+                (lk.engram_id, lk.cue_id, float(lk.strength)) for lk in links if lk.cue_id in known
+            )
+            self.graph.put_associations(associations, undated=utcnow())
+
+    def update(self, updates: Sequence[EngramUpdate]) -> None:
+        """Partial updates (unknown ids are ignored)."""
+        with self.lock:
+            rows = self.graph.rows
+            for u in updates:
+                row = rows.get(u.id)
+                if row is None:
+                    continue
+                for name in UPDATED:
+                    value = getattr(u, name)
+                    if value is not None:
+                        self.graph.update(u.id, name, value)
+                if u.last_accessed_at is not None:
+                    self.recency.put(
+                        order_key(u.id, row[POS["last_accessed_at"]], row[POS["created_at"]])  # type: ignore[arg-type]
+                    )
+
+    def remove_engrams(self, ids: Iterable[str]) -> None:
+        """Deleted engrams and every edge touching them."""
+        with self.lock:
+            ids = list(ids)
+            self.graph.remove_engrams(ids)
+            self.vectors.remove(ids)
+            for engram_id in ids:
+                self.recency.remove(engram_id)
+
+    def remove_orphan_cues(self) -> None:
+        """Drop the cues no engram is EncodedBy (``delete_orphan_cues`` deleted them)."""
+        with self.lock:
+            members = self.graph.c2e
+            orphans = [c for c in self.cues_by_id if not members.get(c)]
+            for cue_id in orphans:
+                cue = self.cues_by_id.pop(cue_id)
+                self.cues_by_key.pop(normalise_cue_name(cue.name), None)
+            self.cue_vectors.remove(orphans)
+            self.graph.remove_cues(orphans)
+
+    # -- reads ----------------------------------------------------------------------------
+    def seek(self, query: Seek) -> Seeds:
+        """``StorageBackend.seek`` from memory."""
+        seeds = Seeds(total=len(self.graph.rows))
+        label = None if query.memory_type is None else self.labels.get(query.memory_type)
+        typed_out = query.memory_type is not None and label is None  # no memory of that type
+        if query.vector is not None and query.k > 0 and not typed_out:
+            floor = query.vector_floor if query.vector_floor > -1.0 else None
+            seeds.vector = self.vectors.search(query.vector, query.k, label, floor)
+        if query.text and query.k > 0 and not typed_out:
+            with self.graph.lock:
+                seeds.text = self.graph.text.search(query.text, query.k, label)
+        matched = {}
+        for name in query.cue_names:
+            cue = self.cues_by_key.get(normalise_cue_name(name))
+            if cue is not None:
+                matched[cue.id] = 1.0
+        for row in query.cue_vectors if query.cue_vectors is not None else ():
+            for cue_id, sim in self.cue_vectors.search(row, query.cue_neighbours):
+                if sim >= query.cue_similarity and matched.get(cue_id, -2.0) < sim:
+                    matched[cue_id] = sim
+        graph = self.graph
+        seeds.cues = [
+            CueMatch(c, matched[c], graph.degree(c), graph.engrams_for_cue(c, query.cue_fanout))
+            for c in sorted(matched)
+            if c in self.cues_by_id
+        ]
+        return seeds
+
+    def neighbourhood(self, query: Expand) -> Neighbourhood:
+        """``StorageBackend.neighbourhood`` from memory."""
+        ids = [i for i in dict.fromkeys(query.ids) if i in self.graph.rows]
+        around = Neighbourhood()
+        if not ids:
+            return around
+        graph = self.graph
+        if query.edges > 0:
+            around.associations = graph.associations_of(ids, query.edges)
+        around.links = graph.links_of(ids)
+        for cue_id in sorted({link.cue_id for link in around.links}):
+            degree = around.degrees[cue_id] = graph.degree(cue_id)
+            if degree <= query.cue_max_degree and query.engrams_per_cue > 0:
+                around.members[cue_id] = graph.engrams_for_cue(cue_id, query.engrams_per_cue)
+        return around
+
+    def get_engrams(self, ids: Sequence[str]) -> list[Engram]:
+        """The engrams with these ids (unknown skipped)."""
+        with self.graph.lock:
+            found = (self.graph.engram(i, self.vectors.vector(i)) for i in dict.fromkeys(ids))
+            return [e for e in found if e is not None]
+
+    def list_engrams(self, limit: int, memory_type: str | None = None) -> list[Engram]:
+        """Most recently accessed first (ties: newest created first, then id)."""
+        if limit <= 0:
+            return []
+        with self.lock:
+            if memory_type is None:
+                return self.get_engrams(self.recency.head(limit))
+            rows, at = self.graph.rows, POS["memory_type"]
+            chosen = []
+            for key in self.recency.newest():
+                if rows[key][at] == memory_type:
+                    chosen.append(key)
+                    if len(chosen) >= limit:
+                        break
+            return self.get_engrams(chosen)
+
+    def get_cues(self, names: Sequence[str]) -> list[Cue]:
+        """Cues whose normalised name is in ``names``, with embeddings."""
+        keys = dict.fromkeys(normalise_cue_name(n) for n in names)
+        found = [self.cues_by_key[k] for k in keys if k in self.cues_by_key]
+        return [Cue(c.id, c.name, c.cue_type, self.cue_vectors.vector(c.id)) for c in found]
+
+    def vector_search_above(
+        self, embedding: np.ndarray, k: int, min_score: float
+    ) -> list[tuple[str, float]]:
+        """Top-``k`` engrams with cosine similarity of at least ``min_score``."""
+        return self.vectors.search(embedding, k, None, min_score) if k > 0 else []
+
+    def engram_stats(self) -> Iterator[EngramStats]:
+        """Every engram's consolidation fields (a snapshot taken in pages)."""
+        keys = sorted(self.graph.rows)
+        for start in range(0, len(keys), 1000):
+            with self.graph.lock:
+                rows = [(k, self.graph.rows.get(k)) for k in keys[start : start + 1000]]
+            for key, row in rows:
+                if row is not None:
+                    yield EngramStats(
+                        id=key,
+                        importance=row[POS["importance"]],  # type: ignore[arg-type]
+                        access_count=row[POS["access_count"]],  # type: ignore[arg-type]
+                        last_accessed_at=row[POS["last_accessed_at"]],  # type: ignore[arg-type]
+                        decay_factor=row[POS["decay_factor"]],  # type: ignore[arg-type]
+                        cluster_id=row[POS["cluster_id"]],  # type: ignore[arg-type]
+                    )
+
+    def iter_associations(self) -> Iterator[Association]:
+        """Every AssociatedWith edge (a snapshot)."""
+        with self.graph.lock:
+            edges = [
+                Association(src, dst, strength, rel, created)
+                for src, out in self.graph.out.items()
+                for dst, (strength, rel, created) in out.items()
+            ]
+        return iter(edges)

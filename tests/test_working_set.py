@@ -1,0 +1,203 @@
+"""The working set (smriti.index) behind the storage contract: the conformance suite
+through ``IndexedBackend`` over the built-in SQLite backend, and what is its own
+(background loading, writes during a load, deferred strengthening, the budget)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from structlog.testing import capture_logs
+
+from smriti.default_plugins.sqlite.backend import DB_FILE, SqliteBackend
+from smriti.index.budget import Budget
+from smriti.index.indexed import IndexedBackend
+from smriti.model import Association, EngramUpdate
+from smriti.reads import Expand, Seek
+from smriti.testing import GraphBuilder, StorageBackendTests
+
+Make = Callable[[str], IndexedBackend]
+
+
+def _inner(root: Path, user: str) -> SqliteBackend:
+    return SqliteBackend(user, root / user / DB_FILE)
+
+
+@pytest.fixture
+def indexed_factory(tmp_path: Path) -> Iterator[Make]:
+    """``make(user)``: an opened IndexedBackend whose working set is loaded."""
+    made: list[IndexedBackend] = []
+
+    def make(user: str) -> IndexedBackend:
+        backend = IndexedBackend(_inner(tmp_path / "store", user), 512, background=False)
+        backend.open()
+        assert backend.state == "ready"
+        made.append(backend)
+        return backend
+
+    yield make
+    for backend in made:
+        backend.close()
+
+
+class TestWorkingSetConformance(StorageBackendTests):
+    """Every clause of the storage contract, the reads answered by the working set."""
+
+    @pytest.fixture
+    def backend_factory(self, indexed_factory: Make) -> Make:
+        return indexed_factory
+
+
+@pytest.fixture
+def build() -> GraphBuilder:
+    return GraphBuilder(8)
+
+
+def _fill(backend: SqliteBackend | IndexedBackend, build: GraphBuilder, n: int) -> None:
+    hub = build.cue("hub")
+    for i in range(n):
+        assoc = [Association(f"e{i:05d}", f"e{i - 1:05d}", 0.5 + i / (4 * n))] if i else []
+        backend.add_memory(build.engram(i, content=f"memory number {i} words"), [hub], assoc)
+
+
+def _answers(backend: SqliteBackend | IndexedBackend, build: GraphBuilder) -> tuple[object, ...]:
+    seeds = backend.seek(
+        Seek(k=5, vector=build.vec(10_007), text="number 7", cue_names=["hub"], cue_fanout=4)
+    )
+    around = backend.neighbourhood(Expand(["e00003", "e00004"], 2, 100, 4))
+    return (
+        [i for i, _ in seeds.vector],
+        [i for i, _ in seeds.text],
+        [(m.cue_id, m.degree, [e for e, _ in m.engrams]) for m in seeds.cues],
+        seeds.total,
+        sorted((a.source_id, a.target_id) for a in around.associations),
+        sorted((lk.engram_id, lk.cue_id) for lk in around.links),
+        around.degrees,
+        {c: [e for e, _ in m] for c, m in around.members.items()},
+        [e.id for e in backend.list_engrams(5)],
+    )
+
+
+def test_answers_what_the_backend_answers(tmp_path: Path, build: GraphBuilder) -> None:
+    plain = _inner(tmp_path, "alice")
+    plain.open()
+    _fill(plain, build, 30)
+    want = _answers(plain, build)
+    plain.close()
+    indexed = IndexedBackend(_inner(tmp_path, "alice"), 512, background=False)
+    indexed.open()
+    try:
+        assert indexed.state == "ready"
+        assert _answers(indexed, build) == want
+    finally:
+        indexed.close()
+
+
+class _SlowStreams(SqliteBackend):
+    """Streams its store slowly, so writes can land while a working set loads."""
+
+    gate = threading.Event()
+
+    def working_set_streams(self):  # type: ignore[no-untyped-def]
+        cues, engrams, links, associations = super().working_set_streams()
+
+        def slow_engrams():  # type: ignore[no-untyped-def]
+            self.gate.wait(10)
+            yield from engrams
+
+        return cues, slow_engrams(), links, associations
+
+
+def test_writes_during_a_background_load_are_in_the_loaded_set(
+    tmp_path: Path, build: GraphBuilder
+) -> None:
+    plain = _inner(tmp_path, "alice")
+    plain.open()
+    _fill(plain, build, 10)
+    plain.close()
+    backend = IndexedBackend(_SlowStreams("alice", tmp_path / "alice" / DB_FILE), 512)
+    backend.open()
+    try:
+        assert backend.state == "loading"
+        # Answered by the backend meanwhile:
+        assert backend.seek(Seek(k=3, text="number 4")).text[0][0] == "e00004"
+        backend.add_memory(build.engram(50, content="written while loading"), [], [])
+        backend.delete_engrams(["e00002"])
+        backend.strengthen_engrams([EngramUpdate("e00005", access_count=41)])
+        backend.update_engrams([EngramUpdate("e00006", importance=0.99)])
+        _SlowStreams.gate.set()
+        deadline = time.monotonic() + 10
+        while backend.state != "ready" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert backend.state == "ready"
+        assert backend.seek(Seek(k=3, text="written loading")).text[0][0] == "e00050"
+        assert backend.get_engrams(["e00002"]) == []
+        [five, six] = sorted(backend.get_engrams(["e00005", "e00006"]), key=lambda e: e.id)
+        assert five.access_count == 41 and six.importance == pytest.approx(0.99)
+        assert backend.count_engrams() == 10
+    finally:
+        backend.close()
+
+
+def test_strengthening_reaches_the_backend_after_the_recall(
+    tmp_path: Path, build: GraphBuilder
+) -> None:
+    backend = IndexedBackend(_inner(tmp_path, "alice"), 512, background=False)
+    backend.open()
+    _fill(backend, build, 5)
+    backend.strengthen_engrams([EngramUpdate("e00001", access_count=7)])
+    assert backend.get_engrams(["e00001"])[0].access_count == 7  # at once, from memory
+    deadline = time.monotonic() + 5
+    while backend.inner.get_engrams(["e00001"])[0].access_count != 7:
+        assert time.monotonic() < deadline, "strengthening never reached the backend"
+        time.sleep(0.02)
+    backend.strengthen_engrams([EngramUpdate("e00002", access_count=9)])
+    backend.close()  # writes what is still queued
+    again = _inner(tmp_path, "alice")
+    again.open()
+    try:
+        assert again.get_engrams(["e00002"])[0].access_count == 9
+    finally:
+        again.close()
+
+
+def test_a_store_over_the_budget_stays_on_the_native_path(
+    tmp_path: Path, build: GraphBuilder
+) -> None:
+    plain = _inner(tmp_path, "alice")
+    plain.open()
+    _fill(plain, build, 40)
+    plain.close()
+    backend = IndexedBackend(_inner(tmp_path, "alice"), 0, background=False)
+    with capture_logs() as logs:
+        backend.open()
+    try:
+        assert backend.state == "over budget"
+        assert backend.seek(Seek(k=2, text="number 33")).text[0][0] == "e00033"
+        [warning] = [e for e in logs if e["log_level"] == "warning"]
+        assert "SMRITI_WORKING_SET_MB" in warning["event"]
+    finally:
+        backend.close()
+
+
+def test_the_budget_evicts_the_least_recently_used() -> None:
+    evicted: list[str] = []
+
+    class Holder:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def evict(self) -> None:
+            evicted.append(self.name)
+
+    budget = Budget()
+    a, b, c = Holder("a"), Holder("b"), Holder("c")
+    assert budget.admit(a, 40, 100) and budget.admit(b, 40, 100)
+    budget.touch(a)
+    assert budget.admit(c, 40, 100)
+    assert evicted == ["b"] and budget.used() == 80
+    assert not budget.admit(Holder("huge"), 101, 100)
+    assert evicted == ["b"]
