@@ -1,11 +1,14 @@
-"""Shared fixtures for core tests: real Kùzu stores in temporary directories.
+"""Shared fixtures for core tests: real stores in temporary directories.
 
 Core tests never load installed entry points: they build a plugin manager with the
-built-ins and register the Kùzu plugin module explicitly.
+built-ins and, for Kùzu, register its plugin module explicitly. The engine fixtures use
+the backend named by ``SMRITI_TEST_BACKEND``: ``kuzu`` (the default, the product's
+backend) or ``sqlite`` (the core's reference backend, which needs no plugin installed).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,25 +20,33 @@ from smriti.plugins import create_plugin_manager
 
 EngineFactory = Callable[..., Engine]
 
+#: The ``DB_TYPE`` the engine fixtures use.
+TEST_BACKEND = os.environ.get("SMRITI_TEST_BACKEND", "kuzu").strip().lower() or "kuzu"
+if TEST_BACKEND not in ("kuzu", "sqlite"):
+    raise pytest.UsageError(f"SMRITI_TEST_BACKEND={TEST_BACKEND!r}: use kuzu or sqlite")
+
 
 def plugin_manager():  # noqa: ANN201 - pluggy.PluginManager
-    """Built-ins plus the Kùzu backend, registered like an entry point would be."""
-    import smriti_backend_kuzu.plugin as kuzu_plugin
-
+    """Built-ins, plus the Kùzu backend (registered like an entry point would be) when
+    it is the test backend."""
     pm, _ = create_plugin_manager(load_entry_points=False)
-    pm.register(kuzu_plugin, name="smriti-backend-kuzu")
+    if TEST_BACKEND == "kuzu":
+        import smriti_backend_kuzu.plugin as kuzu_plugin
+
+        pm.register(kuzu_plugin, name="smriti-backend-kuzu")
     return pm
 
 
 @pytest.fixture
 def engine_factory(tmp_path: Path) -> Iterator[EngineFactory]:
-    """``make(user="alice", **env)`` opens an Engine on a Kùzu store under tmp_path."""
+    """``make(user="alice", **env)`` opens an Engine on a store under tmp_path."""
     opened: list[Engine] = []
 
     def make(user: str = "alice", **env: str) -> Engine:
         environ = {
             "STORAGE_LOCATION": str(tmp_path / "store"),
             "ACCESSING_USER": user,
+            "DB_TYPE": TEST_BACKEND,
             "CONSOLIDATION_INTERVAL": "0",
             "BACKUP_SYNC_INTERVAL": "0",
             **env,

@@ -1,4 +1,4 @@
-"""The engine end to end on a real Kùzu store with zero configuration."""
+"""The engine end to end on a real store (SMRITI_TEST_BACKEND) with zero configuration."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from smriti.engine import Engine
 from smriti.errors import InvalidInput, NotFound
 from smriti.model import EngramUpdate, utcnow
 
-from .conftest import EngineFactory
+from .conftest import TEST_BACKEND, EngineFactory
 
 NEWTON = "Newton discovered gravity when an apple fell"
 FRUIT = "apples and strawberries are fruit"
@@ -21,7 +21,7 @@ LOVES = "the user loves strawberries"
 
 def test_zero_config_uses_builtins(engine: Engine) -> None:
     stats = engine.stats()
-    assert stats["backend"] == "kuzu"
+    assert stats["backend"] == TEST_BACKEND
     assert stats["embedder"] == "lexical" and stats["extractor"] == "heuristic"
     assert stats["engrams"] == 0
 
