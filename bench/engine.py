@@ -38,6 +38,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+#: About when this process started (before any smriti module was imported).
+PROCESS_START = time.monotonic()
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import structlog  # noqa: E402
@@ -59,7 +61,9 @@ log = structlog.get_logger("bench.engine")
 #: Memories per import_records call: the batch the portable importer (restore) uses.
 IMPORT_BATCH = ENGRAM_BATCH
 #: Environment variables a run passes on to both of its processes.
-PASSED_THROUGH = ("FALKOR_", "NEO4J_", "SMRITI_KUZU")
+PASSED_THROUGH = ("FALKOR_", "NEO4J_", "SMRITI_KUZU", "SMRITI_WORKING_SET")
+#: Seconds to wait for a working set to load before measuring.
+READY_TIMEOUT = 600.0
 
 
 def parse_size(text: str) -> int:
@@ -148,10 +152,14 @@ def measure(settings: Any, extra: Sequence[Any], args: argparse.Namespace) -> di
     engine, open_s = timed(lambda: Engine.from_settings(settings, pm).open())
     row["open_s"] = round(open_s, 3)
     try:
+        queries = corpus.queries(args.queries)
+        _, first_s = timed(lambda: engine.recall(queries[0], limit=10))
+        row["first_recall_s"] = round(first_s, 3)
+        row["start_to_first_recall_s"] = round(time.monotonic() - PROCESS_START, 3)
+        row["working_set_s"] = wait_for_working_set(engine.backend)
         row["size"] = engine.backend.count_engrams()
         _, index_s = timed(lambda: engine.backend.ensure_indexes(engine.embedder.dims or 384, 0))
         row["index_s"] = round(index_s, 3)
-        queries = corpus.queries(args.queries)
         for q in queries[:5]:  # warm caches and lazily loaded extensions
             engine.recall(q, limit=10)
         row["recall"] = latencies(lambda q: engine.recall(q, limit=10), queries, args.profile, row)
@@ -166,6 +174,19 @@ def measure(settings: Any, extra: Sequence[Any], args: argparse.Namespace) -> di
     finally:
         engine.close()
     return row
+
+
+def wait_for_working_set(backend: Any) -> float | None:
+    """Seconds until the working set is loaded (None for a backend without one)."""
+    status = getattr(backend, "working_set_status", None)
+    if status is None:
+        return None
+    began = time.monotonic()
+    while status()["state"] == "loading" and time.monotonic() - began < READY_TIMEOUT:
+        time.sleep(0.05)
+    if status()["state"] != "ready":
+        log.warning("working set not loaded", status=status())
+    return round(time.monotonic() - began, 3)
 
 
 def bulk_import(backend: Any, records: Any) -> dict[str, float]:
@@ -320,7 +341,8 @@ def store_latencies(engine: Any, extra: Sequence[Any]) -> tuple[dict, dict, int]
 def print_rows(rows: list[dict[str, Any]]) -> None:
     """The summary table on stdout."""
     headers = [
-        "backend", "size", "import/s", "open s", "index s",
+        "backend", "size", "import/s", "open s", "1st recall s", "start→1st s", "ws load s",
+        "index s",
         "recall p50", "recall p95", "search p50", "search p95", "list p50", "list p95",
         "store p50", "store p95", "embed p50", "consol. s", "leiden s", "peak RSS MB",
         "import RSS MB",
@@ -331,7 +353,8 @@ def print_rows(rows: list[dict[str, Any]]) -> None:
             body.append([r["backend"], r["size"], r["error"], *[""] * (len(headers) - 3)])
             continue
         body.append([
-            r["backend"], r["size"], r["import"]["memories_per_s"], r["open_s"], r["index_s"],
+            r["backend"], r["size"], r["import"]["memories_per_s"], r["open_s"],
+            r["first_recall_s"], r["start_to_first_recall_s"], r["working_set_s"], r["index_s"],
             r["recall"]["p50_ms"], r["recall"]["p95_ms"], r["search"]["p50_ms"],
             r["search"]["p95_ms"], r["list"]["p50_ms"], r["list"]["p95_ms"],
             r["store"]["p50_ms"], r["store"]["p95_ms"], r["embed"]["p50_ms"],
