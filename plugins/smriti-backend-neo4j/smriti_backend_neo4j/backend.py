@@ -265,15 +265,24 @@ class Neo4jBackend(StorageBackend):
 
     def _run(self, statement: str, *, database: str | None = None, read: bool = False,
              **params: Any) -> list[Any]:  # fmt: skip
-        """Run one statement in a managed (retried) transaction; return its records."""
+        """Run one statement in a managed (retried) transaction; return its records.
+        A read is also run again after the server's "unexpected error" (``_unexpected``)."""
         import neo4j
 
         routing = neo4j.RoutingControl.READ if read else neo4j.RoutingControl.WRITE
-        with self._errors():
-            result = self.driver.execute_query(
-                statement, params, database_=database or self.database, routing_=routing
-            )
-        return list(result.records)
+        deadline = time.monotonic() + self.retry_seconds
+        for tries in itertools.count():
+            try:
+                with self._errors():
+                    result = self.driver.execute_query(
+                        statement, params, database_=database or self.database, routing_=routing
+                    )
+                return list(result.records)
+            except BackendError as exc:
+                if not (read and _unexpected(exc.__cause__)) or time.monotonic() >= deadline:
+                    raise
+                self._note_retry(exc.__cause__, tries)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _read(self, statement: str, **params: Any) -> list[Any]:
         return self._run(statement, read=True, user=self.user, **params)
@@ -310,7 +319,9 @@ class Neo4jBackend(StorageBackend):
                     return attempt(session)
             except BackendError as exc:
                 cause = exc.__cause__
-                retryable = isinstance(cause, (Neo4jError, DriverError)) and cause.is_retryable()
+                retryable = isinstance(cause, (Neo4jError, DriverError)) and (
+                    cause.is_retryable() or _unexpected(cause)
+                )
                 if not retryable or time.monotonic() >= deadline:
                     raise
                 self._note_retry(cause, tries)
@@ -624,6 +635,16 @@ class _VectorIndex:
     dims: int
     cosine: bool
     online: bool
+
+
+def _unexpected(cause: BaseException | None) -> bool:
+    """Whether ``cause`` is Neo4j's GQL status 50N42, "Unexpected error": an internal
+    failure, which a concurrent delete under a running query can cause. Every statement
+    here is safe to run again (reads; writes that are idempotent, or guarded by the
+    engram id constraint), so it is treated as transient."""
+    from neo4j.exceptions import Neo4jError
+
+    return isinstance(cause, Neo4jError) and cause.find_by_gql_status("50N42") is not None
 
 
 def _first_row(vectors: np.ndarray | None) -> np.ndarray | None:

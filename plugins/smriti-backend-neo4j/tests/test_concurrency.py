@@ -23,7 +23,9 @@ from smriti_backend_neo4j.backend import Neo4jBackend
 
 from smriti.config import Settings
 from smriti.engine import Engine
+from smriti.errors import BackendError
 from smriti.plugins import create_plugin_manager
+from smriti.reads import Seek
 from smriti.testing import GraphBuilder
 
 from .conftest import ServerInfo, wipe
@@ -209,3 +211,31 @@ def test_a_deadlock_is_retried_after_a_short_pause(
     assert backend.retries[DEADLOCK] == 1
     assert sorted(attempts.values()) == [1, 2]
     assert {e.importance for e in backend.get_engrams(["e00001", "e00002"])} == {0.25}
+
+
+def test_a_read_meeting_the_unexpected_error_is_run_again(
+    make_backend: Callable[..., Neo4jBackend], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neo4j's GQL status 50N42 ("Unexpected error") can end a read that a concurrent
+    forget disturbs; the read is run again, and an error of another kind is not."""
+    from neo4j.exceptions import Neo4jError
+
+    build = GraphBuilder(8)
+    backend = make_backend("erin")
+    backend.add_memory(build.engram(1, content="kiwi orchard"), [], [])
+    real = backend.driver.execute_query
+    planned = ["50N42", "50N42"]  # the statuses the next full-text reads fail with
+
+    def flaky(statement: str, *args: Any, **kwargs: Any) -> Any:
+        if planned and "fulltext" in statement:
+            status = planned.pop(0)
+            info = {"message": f"{status} injected", "description": "injected"}
+            raise Neo4jError._hydrate_gql(gql_status=status, diagnostic_record={}, **info)
+        return real(statement, *args, **kwargs)
+
+    monkeypatch.setattr(backend.driver, "execute_query", flaky)
+    assert [i for i, _ in backend.seek(Seek(k=3, text="kiwi")).text] == ["e00001"]
+    assert planned == [] and backend.retries["Neo.DatabaseError.General.UnknownError"] == 2
+    planned.append("42N01")
+    with pytest.raises(BackendError, match="42N01 injected"):
+        backend.seek(Seek(k=3, text="kiwi"))
