@@ -48,6 +48,8 @@ MAX_HOPS = 2
 #: Candidates loaded and scored: POOL_PER_RESULT per requested result, at least POOL_MIN.
 POOL_PER_RESULT = 8
 POOL_MIN = 40
+#: How many more candidates are loaded when recall filters by memory type.
+POOL_TYPED_FACTOR = 3
 
 
 class RecallResults(list[RecallResult]):
@@ -287,20 +289,21 @@ def load_pool(
 ) -> dict[str, Engram]:
     """Load the most promising candidates (by similarity per hop) of the right type.
 
-    Loading every candidate costs a round trip per few hundred rows on server backends,
-    and a candidate far down this order cannot win on recency, importance and decay
-    alone. Chunks are loaded until the pool holds enough engrams of ``memory_type``.
+    One ``get_engrams`` call (one round trip on a server backend): a candidate far down
+    this order cannot win on recency, importance and decay alone. With a
+    ``memory_type`` filter, POOL_TYPED_FACTOR times as many are loaded, since cue and
+    hop candidates are not filtered by type before this.
     """
     size = max(POOL_MIN, POOL_PER_RESULT * limit)
     order = sorted(found, key=lambda i: (-found[i].similarity / (1 + found[i].hop), i))
-    pool: dict[str, Engram] = {}
-    for start in range(0, len(order), size):
-        for e in engine.backend.get_engrams(order[start : start + size]):
-            if memory_type is None or e.memory_type == memory_type:
-                pool[e.id] = e
-        if len(pool) >= size:
-            break
-    return pool
+    wanted = order[: size * (POOL_TYPED_FACTOR if memory_type is not None else 1)]
+    loaded = {
+        e.id: e
+        for e in engine.backend.get_engrams(wanted)
+        if memory_type is None or e.memory_type == memory_type
+    }
+    chosen = [i for i in wanted if i in loaded][:size]
+    return {i: loaded[i] for i in chosen}
 
 
 def strengthen(engine: Engine, engrams: list[Engram], now: object) -> None:
