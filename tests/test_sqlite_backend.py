@@ -17,7 +17,7 @@ from smriti.errors import BackendError, ConfigError
 from smriti.model import Association, EngramUpdate
 from smriti.plugins import Registry, create_plugin_manager
 from smriti.reads import Expand, Seek
-from smriti.testing import GraphBuilder, StorageBackendTests
+from smriti.testing import GraphBuilder, RecallEqualityTests, StorageBackendTests
 
 Make = Callable[[str], SqliteBackend]
 
@@ -208,3 +208,11 @@ def test_store_file_settings(sqlite_factory: Make) -> None:
     assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
     assert conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
+
+
+class TestSqliteRecallEquality(RecallEqualityTests):
+    """The suite's own baseline: the reference backend against itself."""
+
+    @pytest.fixture
+    def backend_factory(self, sqlite_factory: Make) -> Make:
+        return sqlite_factory

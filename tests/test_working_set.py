@@ -17,7 +17,7 @@ from smriti.index.budget import Budget
 from smriti.index.indexed import IndexedBackend
 from smriti.model import Association, EngramUpdate
 from smriti.reads import Expand, Seek
-from smriti.testing import GraphBuilder, StorageBackendTests
+from smriti.testing import GraphBuilder, RecallEqualityTests, StorageBackendTests
 
 Make = Callable[[str], IndexedBackend]
 
@@ -45,6 +45,14 @@ def indexed_factory(tmp_path: Path) -> Iterator[Make]:
 
 class TestWorkingSetConformance(StorageBackendTests):
     """Every clause of the storage contract, the reads answered by the working set."""
+
+    @pytest.fixture
+    def backend_factory(self, indexed_factory: Make) -> Make:
+        return indexed_factory
+
+
+class TestWorkingSetRecallEquality(RecallEqualityTests):
+    """The engine recalls through the working set exactly what it recalls without it."""
 
     @pytest.fixture
     def backend_factory(self, indexed_factory: Make) -> Make:

@@ -26,6 +26,7 @@ from smriti.logs import get_logger
 from smriti.model import Cue, Engram, RecallResult
 from smriti.plugins import Registry, create_plugin_manager
 from smriti.progress import ProgressArg
+from smriti.storage import StorageBackend
 
 log = get_logger(__name__)
 
@@ -41,11 +42,19 @@ class Engine:
     ``close``. Methods are thread-safe; no lock is held across embedding or LLM calls.
     """
 
-    def __init__(self, settings: Settings, registry: Registry, user: str | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        registry: Registry,
+        user: str | None = None,
+        backend: StorageBackend | None = None,
+    ) -> None:
+        """``backend``, when given, is used (unopened) instead of the one ``DB_TYPE``
+        chooses, as it is: a backend test compares the engine on it with another."""
         self.settings = settings
         self.registry = registry
         self.user = validate_user(user or settings.accessing_user)
-        self.backend = components.choose_backend(registry, settings, self.user)
+        self.backend = backend or components.choose_backend(registry, settings, self.user)
         self.embedder = components.choose_embedder(registry, settings)
         #: The embedder the settings choose; ``embedder`` may be the store's own instead
         #: (see ``_check_model``) until ``smriti reembed`` moves the store to this one.
