@@ -76,6 +76,13 @@ MEANINGS: dict[str, str] = {
     "each process opens the store itself (only one at a time can).",
     "SMRITI_OWNER_IDLE": "Seconds the owner process stays with no process attached "
     "before it closes the store and exits (0: until stopped).",
+    "SMRITI_WORKING_SET": "`auto`: a backend that is its store's only writer (Kùzu, "
+    "FalkorDB Lite) has its recall reads answered from a working set in memory, loaded in "
+    "the background; `on`: also a server backend (when one Smriti server is the only "
+    "writer of its database); `off`: every read asks the backend.",
+    "SMRITI_WORKING_SET_MB": "Memory for the working sets of one process (all its users; "
+    "least recently used evicted first); a store that does not fit is read from the "
+    "backend, with a warning. 0: no working set.",
     "LOG_LEVEL": "Log level (logs go to stderr).",
 }
 
@@ -89,7 +96,6 @@ Read by the plugin loader and by individual plugins, not by `Settings`:
 | `SMRITI_STRICT_PLUGINS` | unset | `1`: a plugin that fails to load is an error, not a warning. |
 | `SMRITI_LOAD_PLUGINS` | unset | Comma-separated entry-point names: load only these. |
 | `SMRITI_DISABLE_PLUGINS` | unset | Comma-separated entry-point names to skip. |
-| `SMRITI_KUZU_CACHE_MB` | 2048 | Kùzu backend: in-process vector cache budget. |
 | `SMRITI_KUZU_BUFFER_MB` | 0 | Kùzu page buffer pool; 0: Kùzu's default, else at least 64. |
 | `SMRITI_GIT_TIMEOUT` | 120 | Git backup: seconds per git command (1..3600). |
 | `SMRITI_GIT_BRANCH` | unset | Git backup: branch to push to and restore from. |
