@@ -32,7 +32,9 @@ def indexed_factory(tmp_path: Path) -> Iterator[Make]:
     made: list[IndexedBackend] = []
 
     def make(user: str) -> IndexedBackend:
-        backend = IndexedBackend(_inner(tmp_path / "store", user), 512, background=False)
+        snapshots = tmp_path / "store" / user / "working-set"
+        inner = _inner(tmp_path / "store", user)
+        backend = IndexedBackend(inner, 512, background=False, snapshot_dir=snapshots)
         backend.open()
         assert backend.state == "ready"
         made.append(backend)
@@ -209,3 +211,82 @@ def test_the_budget_evicts_the_least_recently_used() -> None:
     assert evicted == ["b"] and budget.used() == 80
     assert not budget.admit(Holder("huge"), 101, 100)
     assert evicted == ["b"]
+
+
+def _open(tmp_path: Path, background: bool = False) -> IndexedBackend:
+    backend = IndexedBackend(
+        _inner(tmp_path, "alice"), 512, background=background,
+        snapshot_dir=tmp_path / "alice" / "working-set",
+    )  # fmt: skip
+    backend.open()
+    return backend
+
+
+def _loaded_from(logs: list[dict[str, object]]) -> str:
+    [event] = [e for e in logs if e["event"] == "working set loaded"]
+    return str(event["source"])
+
+
+def test_a_clean_close_saves_the_working_set_and_the_next_open_loads_it(
+    tmp_path: Path, build: GraphBuilder
+) -> None:
+    backend = _open(tmp_path)
+    _fill(backend, build, 30)
+    backend.strengthen_engrams([EngramUpdate("e00004", access_count=12)])
+    want = _answers(backend, build)
+    backend.close()
+    assert (tmp_path / "alice" / "working-set" / "meta.json").exists()
+    with capture_logs() as logs:
+        again = _open(tmp_path)
+    try:
+        assert _loaded_from(logs) == "snapshot"
+        assert _answers(again, build) == want
+        assert again.get_engrams(["e00004"])[0].access_count == 12
+        again.add_memory(build.engram(77, content="after the snapshot"), [build.cue("hub")], [])
+        assert again.seek(Seek(k=1, text="after snapshot")).text[0][0] == "e00077"
+    finally:
+        again.close()
+    with capture_logs() as logs:
+        third = _open(tmp_path)
+    try:
+        assert _loaded_from(logs) == "snapshot"
+        assert third.count_engrams() == 31
+    finally:
+        third.close()
+
+
+def test_a_snapshot_is_not_used_after_a_crash_or_a_change_behind_its_back(
+    tmp_path: Path, build: GraphBuilder
+) -> None:
+    backend = _open(tmp_path)
+    _fill(backend, build, 10)
+    backend.close()
+    crashed = _open(tmp_path)
+    crashed.add_memory(build.engram(40, content="stored before the crash"), [], [])
+    crashed.inner.close()  # the process dies: no snapshot is saved
+    with capture_logs() as logs:
+        after_crash = _open(tmp_path)
+    try:
+        assert _loaded_from(logs) == "store"
+        assert after_crash.seek(Seek(k=1, text="before crash")).text[0][0] == "e00040"
+    finally:
+        after_crash.close()
+    plain = _inner(tmp_path, "alice")  # a program that keeps no working set writes
+    plain.open()
+    plain.add_memory(build.engram(41, content="written behind its back"), [], [])
+    plain.close()
+    with capture_logs() as logs:
+        changed = _open(tmp_path)
+    try:
+        assert _loaded_from(logs) == "store"
+        assert changed.seek(Seek(k=1, text="behind back")).text[0][0] == "e00041"
+    finally:
+        changed.close()
+    (tmp_path / "alice" / "working-set" / "arrays.npz").write_bytes(b"not numpy")
+    with capture_logs() as logs:
+        damaged = _open(tmp_path)
+    try:
+        assert _loaded_from(logs) == "store"
+        assert damaged.count_engrams() == 12
+    finally:
+        damaged.close()

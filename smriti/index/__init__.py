@@ -34,4 +34,9 @@ def wrap(settings: Settings, backend: StorageBackend, background: bool = True) -
         return backend
     from smriti.index.indexed import IndexedBackend
 
-    return IndexedBackend(backend, settings.working_set_mb, background=background)
+    # Only a store nothing else can open keeps a snapshot: a server database another
+    # program might have changed meanwhile is always loaded from the database.
+    snapshot = settings.user_dir(backend.user) / "working-set" if backend.sole_writer else None
+    return IndexedBackend(
+        backend, settings.working_set_mb, background=background, snapshot_dir=snapshot
+    )

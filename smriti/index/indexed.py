@@ -16,6 +16,9 @@ persistence; the working set (``smriti.index.working_set``) answers recall's rea
   in one batch for a burst of recalls. Every read the backend answers, every other
   write and ``close`` write it first; a crash in between loses only those access
   updates, never a memory.
+- **Snapshot**: for a store nothing else can open, the working set is saved at close
+  and loaded at the next open when the store still holds the stamp it was saved with
+  (``smriti.index.snapshot``): a start reads arrays instead of the whole database.
 - **Budget**: a working set that would not fit in ``SMRITI_WORKING_SET_MB`` (shared by
   every working set of the process, least recently used evicted first) is not loaded,
   and a warning says so; reads then stay on the native path.
@@ -25,11 +28,14 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from smriti.index import snapshot
 from smriti.index.budget import BUDGET
 from smriti.index.working_set import WorkingSet
 from smriti.logs import get_logger
@@ -54,7 +60,15 @@ class IndexedBackend(StorageBackend):
 
     name = "indexed"
 
-    def __init__(self, inner: StorageBackend, budget_mb: int, background: bool = True) -> None:
+    def __init__(
+        self,
+        inner: StorageBackend,
+        budget_mb: int,
+        background: bool = True,
+        snapshot_dir: Path | None = None,
+    ) -> None:
+        """``snapshot_dir``: where the working set is saved at close and loaded from at
+        the next open (``smriti.index.snapshot``); None keeps no snapshot."""
         super().__init__(inner.user)
         self.inner = inner
         self.name = inner.name  # type: ignore[misc]
@@ -74,6 +88,9 @@ class IndexedBackend(StorageBackend):
         self._flush_lock = threading.Lock()
         self._wake = threading.Event()
         self._flusher: threading.Thread | None = None
+        self.snapshot_dir = snapshot_dir
+        #: Whether the snapshot matches the store as it was opened.
+        self._snapshot_valid = False
 
     def __getattr__(self, attr: str) -> Any:
         if attr == "inner":
@@ -89,6 +106,7 @@ class IndexedBackend(StorageBackend):
         """Open the backend, then load the working set (in the background if so made)."""
         self.inner.open()
         self._closing.clear()
+        self._check_snapshot()
         self._flusher = threading.Thread(
             target=self._flush_in_background, name="smriti-strengthen", daemon=True
         )
@@ -113,6 +131,7 @@ class IndexedBackend(StorageBackend):
             self.flush_strengthening()
         except Exception as exc:  # closing must not fail; only access updates are lost
             log.error("access strengthening not saved", user=self.user, error=str(exc))
+        self._save_snapshot()
         with self._lock:
             self._ws, self._pending, self.state = None, None, "cold"
         BUDGET.release(self)
@@ -138,6 +157,49 @@ class IndexedBackend(StorageBackend):
             status.update(engrams=len(ws), mb=round(ws.nbytes() / 2**20, 1))
         return status
 
+    # -- snapshots ----------------------------------------------------------------------
+    def _check_snapshot(self) -> None:
+        """Trust the snapshot if the store holds its stamp and its engram count; then mark
+        the store as changed since any snapshot, before anything is written to it."""
+        self._snapshot_valid = False
+        if self.snapshot_dir is None:
+            return
+        held = self.inner.get_meta(snapshot.STAMP_KEY)
+        if not held or held == snapshot.DIRTY:
+            return
+        saved = snapshot.stamp_of(self.snapshot_dir)
+        self._snapshot_valid = saved == held and (
+            snapshot.engrams_of(self.snapshot_dir) == self.inner.count_engrams()
+        )
+        self.inner.set_meta(snapshot.STAMP_KEY, snapshot.DIRTY)
+
+    def _save_snapshot(self) -> None:
+        """Save the working set (when loaded) and record its stamp in the store."""
+        ws = self._ws
+        if self.snapshot_dir is None or ws is None:
+            return
+        began, stamp = time.monotonic(), uuid.uuid4().hex
+        try:
+            snapshot.save(ws, self.snapshot_dir, stamp)
+            self.inner.set_meta(snapshot.STAMP_KEY, stamp)
+        except Exception as exc:  # only the next start is slower
+            log.warning("working set not saved; the next start rebuilds it from the store",
+                        user=self.user, error=f"{type(exc).__name__}: {exc}")  # fmt: skip
+            return
+        log.info("working set saved", user=self.user, engrams=len(ws),
+                 seconds=round(time.monotonic() - began, 2))  # fmt: skip
+
+    def _from_snapshot(self) -> WorkingSet | None:
+        """The saved working set when it matches the store, else None."""
+        if not self._snapshot_valid or self.snapshot_dir is None:
+            return None
+        try:
+            return snapshot.load(self.snapshot_dir)
+        except Exception as exc:
+            log.warning("working set snapshot unreadable; rebuilding it from the store",
+                        user=self.user, error=f"{type(exc).__name__}: {exc}")  # fmt: skip
+            return None
+
     # -- loading ------------------------------------------------------------------------
     def _begin(self) -> bool:
         """Mark a load as started (recording changes from now); False if one runs."""
@@ -160,9 +222,12 @@ class IndexedBackend(StorageBackend):
             if count * ROW_BYTES > self.budget_bytes:
                 self._over_budget(count * ROW_BYTES, count)
                 return
-            ws = WorkingSet(capacity=count + count // 16 + 64)
-            cues, engrams, links, associations = self.inner.working_set_streams()
-            ws.load(*(self._until_closed(s) for s in (cues, engrams, links, associations)))
+            ws = self._from_snapshot()
+            source = "snapshot"
+            if ws is None:
+                ws, source = WorkingSet(capacity=count + count // 16 + 64), "store"
+                cues, engrams, links, associations = self.inner.working_set_streams()
+                ws.load(*(self._until_closed(s) for s in (cues, engrams, links, associations)))
         except _Stopped:
             return
         except Exception as exc:
@@ -182,7 +247,7 @@ class IndexedBackend(StorageBackend):
                 change(ws)
             self._ws, self._pending, self.state = ws, None, "ready"
         log.info(
-            "working set loaded", user=self.user, engrams=len(ws),
+            "working set loaded", user=self.user, engrams=len(ws), source=source,
             mb=round(nbytes / 2**20, 1), seconds=round(time.monotonic() - began, 2),
         )  # fmt: skip
 

@@ -339,6 +339,44 @@ class VectorCache:
                     top = [(i, score) for i, score in top if score >= min_score]
             return [(self._ids[i], score) for i, score in top]
 
+    def export(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """(ids, unit rows, norms, labels) of every row, in row order (copies)."""
+        with self._lock:
+            n = len(self._ids)
+            if self.dims is None:
+                empty = np.zeros((0, 0), dtype=np.float32)
+                return [], empty, np.zeros(0, np.float32), np.zeros(0, np.int16)
+            return (
+                list(self._ids),
+                self._matrix[:n].copy(),
+                self._norms[:n].copy(),
+                self._labels[:n].copy(),
+            )
+
+    def restore(
+        self, ids: list[str], units: np.ndarray, norms: np.ndarray, labels: np.ndarray
+    ) -> None:
+        """Fill an empty cache with ``export``'s arrays (no normalising, one quantising)."""
+        n = len(ids)
+        if n == 0:
+            return
+        with self._lock:
+            dims = int(units.shape[1])
+            cap = max(self._capacity, n + n // 16)
+            self.dims = dims
+            self._matrix = np.zeros((cap, dims), dtype=np.float32)
+            self._matrix[:n] = units
+            self._norms = np.zeros(cap, dtype=np.float32)
+            self._norms[:n] = norms
+            self._labels = np.zeros(cap, dtype=np.int16)
+            self._labels[:n] = labels
+            self._ids = list(ids)
+            self._index = {k: i for i, k in enumerate(self._ids)}
+            if simsimd is not None:
+                self._quant = QuantisedRows(cap, dims)
+                self._quantised = 0
+                self._quantise_new()
+
     def clear(self) -> None:
         """Forget every row (used when the store is closed)."""
         with self._lock:

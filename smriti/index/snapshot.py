@@ -1,0 +1,253 @@
+"""A working set saved at close and loaded at the next open, so a large store starts fast.
+
+Rebuilding a working set from the store means reading every row through the database
+and tokenising every memory again (tens of seconds at 100,000 memories); loading it
+from this snapshot is mostly reading numpy arrays. The snapshot is only a cache of the
+store: it is trusted only when the stamp it was saved with is the one the store holds
+(``STAMP_KEY``), and ``IndexedBackend`` replaces that stamp by ``DIRTY`` in the store
+before it writes anything, so a process that dies after writing leaves a snapshot that
+is never used. Deleting the directory is always safe.
+
+Layout of ``{STORAGE_LOCATION}/{user}/working-set/``: ``arrays.npz`` (numbers, no
+pickles), ``strings.json`` (ids, texts, names) and ``meta.json`` (format and stamp),
+written last.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from array import array
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from smriti.index.graph import FIELDS, POS
+from smriti.index.recency import order_key
+from smriti.index.working_set import WorkingSet
+from smriti.model import Cue, normalise_cue_name
+
+#: The store's metadata key holding the stamp of the snapshot that matches it.
+STAMP_KEY = "working_set.snapshot"
+#: The stamp of a store written since its snapshot was saved.
+DIRTY = "dirty"
+FORMAT = 1
+_TIMES = (POS["created_at"], POS["last_accessed_at"])
+
+
+def save(ws: WorkingSet, directory: Path, stamp: str) -> None:
+    """Write ``ws`` to ``directory`` (replacing what is there) under ``stamp``."""
+    with ws.lock:
+        graph, text = ws.graph, ws.graph.text
+        text.compact()
+        ids = [k for k in text.ids if k is not None]
+        slot = {k: i for i, k in enumerate(ids)}
+        cue_ids = list(ws.cues_by_id)
+        cue_slot = {c: i for i, c in enumerate(cue_ids)}
+        rows = [graph.rows[k] for k in ids]
+        numbers = np.array(
+            [[r[POS[f]] for f in ("importance", "access_count", "decay_factor", "cluster_id")]
+             for r in rows], dtype=np.float64,
+        ).reshape(len(rows), 4)  # fmt: skip
+        times = np.array(
+            [[r[i].timestamp() for i in _TIMES] for r in rows],  # type: ignore[attr-defined]
+            dtype=np.float64,
+        ).reshape(len(rows), 2)
+        terms = list(text.postings)
+        docs = [np.frombuffer(text.postings[t][0], dtype=np.int32) for t in terms]
+        tfs = [np.frombuffer(text.postings[t][1], dtype=np.float32) for t in terms]
+        link_e, link_c, link_s = [], [], []
+        for key, cues in graph.e2c.items():
+            for cue, strength in cues.items():
+                if cue in cue_slot:
+                    link_e.append(slot[key])
+                    link_c.append(cue_slot[cue])
+                    link_s.append(strength)
+        relations: dict[str, int] = {}
+        edge_a, edge_b, edge_s, edge_r, edge_t = [], [], [], [], []
+        for src, out in graph.out.items():
+            for dst, (strength, rel, created) in out.items():
+                edge_a.append(slot[src])
+                edge_b.append(slot[dst])
+                edge_s.append(strength)
+                edge_r.append(relations.setdefault(rel, len(relations)))
+                edge_t.append(created.timestamp() if created is not None else np.nan)
+        vec_ids, vec_units, vec_norms, vec_labels = ws.vectors.export()
+        cue_vec_ids, cue_units, cue_norms, _ = ws.cue_vectors.export()
+        strings = {
+            "ids": ids,
+            "rows": [
+                [r[POS[f]] for f in ("content", "summary", "memory_type", "source", "tags")]
+                for r in rows
+            ],  # fmt: skip
+            "cues": [[c, ws.cues_by_id[c].name, ws.cues_by_id[c].cue_type] for c in cue_ids],
+            "terms": terms,
+            "labels": ws.labels,
+            "relations": list(relations),
+            "vector_ids": [slot[k] for k in vec_ids],
+            "cue_vector_ids": [cue_slot[c] for c in cue_vec_ids],
+        }
+        arrays = {
+            "numbers": numbers,
+            "times": times,
+            "lengths": np.array(text.lengths, dtype=np.float32),
+            "text_labels": np.array(text.labels, dtype=np.int16),
+            "term_sizes": np.array([d.size for d in docs], dtype=np.int64),
+            "term_docs": np.concatenate(docs) if docs else np.zeros(0, np.int32),
+            "term_tfs": np.concatenate(tfs) if tfs else np.zeros(0, np.float32),
+            "link_e": np.array(link_e, dtype=np.int32),
+            "link_c": np.array(link_c, dtype=np.int32),
+            "link_s": np.array(link_s, dtype=np.float32),
+            "edge_a": np.array(edge_a, dtype=np.int32),
+            "edge_b": np.array(edge_b, dtype=np.int32),
+            "edge_s": np.array(edge_s, dtype=np.float64),
+            "edge_r": np.array(edge_r, dtype=np.int16),
+            "edge_t": np.array(edge_t, dtype=np.float64),
+            "vec_units": vec_units,
+            "vec_norms": vec_norms,
+            "vec_labels": vec_labels,
+            "cue_units": cue_units,
+            "cue_norms": cue_norms,
+        }
+    if directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True)
+    with (directory / "arrays.npz").open("wb") as fh:
+        np.savez(fh, **arrays)
+        _sync(fh)
+    with (directory / "strings.json").open("w", encoding="utf-8") as fh:
+        json.dump(strings, fh, ensure_ascii=False)
+        _sync(fh)
+    meta = {"format": FORMAT, "stamp": stamp, "engrams": len(ids), "fields": list(FIELDS)}
+    with (directory / "meta.json").open("w", encoding="utf-8") as fh:
+        json.dump(meta, fh)
+        _sync(fh)
+
+
+def _sync(fh: Any) -> None:
+    fh.flush()
+    os.fsync(fh.fileno())
+
+
+def stamp_of(directory: Path) -> str | None:
+    """The stamp ``directory`` was saved under, or None (missing, other format)."""
+    try:
+        meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        return None
+    stamp = meta.get("stamp")
+    return stamp if isinstance(stamp, str) else None
+
+
+def engrams_of(directory: Path) -> int | None:
+    """How many engrams the snapshot in ``directory`` holds (None when unreadable)."""
+    try:
+        count = json.loads((directory / "meta.json").read_text(encoding="utf-8"))["engrams"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return count if isinstance(count, int) else None
+
+
+def load(directory: Path) -> WorkingSet:
+    """The working set saved in ``directory`` (raises on a missing or damaged file)."""
+    with np.load(directory / "arrays.npz", allow_pickle=False) as npz:
+        a = {name: npz[name] for name in npz.files}
+    strings = json.loads((directory / "strings.json").read_text(encoding="utf-8"))
+    ids: list[str] = strings["ids"]
+    n = len(ids)
+    ws = WorkingSet(capacity=n + n // 16 + 64)
+    ws.labels.update(strings["labels"])
+    graph, text = ws.graph, ws.graph.text
+    numbers, times = a["numbers"].tolist(), a["times"].tolist()
+    when = datetime.fromtimestamp
+    for key, (content, summary, kind, source, tags), num, t in zip(
+        ids, strings["rows"], numbers, times, strict=True
+    ):
+        graph.rows[key] = [
+            content, summary, kind, num[0], int(num[1]), when(t[0], UTC), when(t[1], UTC),
+            num[2], source, tags, int(num[3]), key,
+        ]  # fmt: skip
+    ws.recency.load(
+        order_key(k, r[POS["last_accessed_at"]], r[POS["created_at"]])  # type: ignore[arg-type]
+        for k, r in graph.rows.items()
+    )
+    _load_text(text, ids, strings["terms"], a)
+    cues = [Cue(c, name, kind) for c, name, kind in strings["cues"]]
+    cue_keys = [c.id for c in cues]
+    graph.cue_ids.update((c, c) for c in cue_keys)
+    for cue in cues:
+        ws.cues_by_id[cue.id] = cue
+    ws.cues_by_key.update((normalise_cue_name(c.name), c) for c in cues)
+    _load_links(graph, ids, cue_keys, a["link_e"], a["link_c"], a["link_s"])
+    _load_edges(graph, ids, strings["relations"], a)
+    vector_ids = [ids[i] for i in strings["vector_ids"]]
+    ws.vectors.restore(vector_ids, a["vec_units"], a["vec_norms"], a["vec_labels"])
+    cue_vector_ids = [cue_keys[i] for i in strings["cue_vector_ids"]]
+    no_labels = np.zeros(len(cue_vector_ids), np.int16)
+    ws.cue_vectors.restore(cue_vector_ids, a["cue_units"], a["cue_norms"], no_labels)
+    return ws
+
+
+def _load_text(text: Any, ids: list[str], terms: list[str], a: dict[str, np.ndarray]) -> None:
+    n = len(ids)
+    text.ids = list(ids)
+    text.doc_of = {k: i for i, k in enumerate(ids)}
+    text.alive = bytearray(b"\x01" * n)
+    text.lengths = array("f", a["lengths"].astype(np.float32).tobytes())
+    text.labels = array("h", a["text_labels"].astype(np.int16).tobytes())
+    text.live, text.dead = n, 0
+    text.total_length = float(a["lengths"].sum(dtype=np.float64))
+    ends = np.cumsum(a["term_sizes"])
+    docs, tfs = a["term_docs"], a["term_tfs"]
+    start = 0
+    for term, end in zip(terms, ends.tolist(), strict=True):
+        text.postings[term] = (
+            array("i", docs[start:end].tobytes()),
+            array("f", tfs[start:end].tobytes()),
+        )
+        start = end
+
+
+def _grouped(keys: np.ndarray) -> tuple[np.ndarray, list[int], list[int]]:
+    """The order that groups equal ``keys``, and each group's key and start."""
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]]) if keys.size else []
+    return order, sorted_keys[starts].tolist() if keys.size else [], list(starts) + [keys.size]
+
+
+def _load_links(
+    graph: Any, ids: list[str], cues: list[str], e: np.ndarray, c: np.ndarray, s: np.ndarray
+) -> None:
+    for by, other, names_by, names_other, target in (
+        (e, c, ids, cues, graph.e2c),
+        (c, e, cues, ids, graph.c2e),
+    ):
+        order, keys, bounds = _grouped(by)
+        others, strengths = other[order].tolist(), s[order].tolist()
+        for key, lo, hi in zip(keys, bounds[:-1], bounds[1:], strict=True):
+            target[names_by[key]] = dict(
+                zip([names_other[i] for i in others[lo:hi]], strengths[lo:hi], strict=True)
+            )
+
+
+def _load_edges(graph: Any, ids: list[str], relations: list[str], a: dict[str, Any]) -> None:
+    created = [None if t != t else datetime.fromtimestamp(t, UTC) for t in a["edge_t"].tolist()]
+    values = list(
+        zip(a["edge_s"].tolist(), [relations[r] for r in a["edge_r"].tolist()], created,
+            strict=True)
+    )  # fmt: skip
+    src, dst = a["edge_a"], a["edge_b"]
+    for by, other, target in ((src, dst, graph.out), (dst, src, graph.inn)):
+        order, keys, bounds = _grouped(by)
+        others = other[order].tolist()
+        ordered = [values[i] for i in order.tolist()]
+        for key, lo, hi in zip(keys, bounds[:-1], bounds[1:], strict=True):
+            target[ids[key]] = dict(
+                zip([ids[i] for i in others[lo:hi]], ordered[lo:hi], strict=True)
+            )
