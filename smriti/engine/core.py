@@ -212,7 +212,8 @@ class Engine:
         return push_snapshot(self, progress)
 
     def stats(self) -> dict[str, Any]:
-        """Counts and the components in use."""
+        """Counts and the components in use (and the working set, when there is one)."""
+        status = getattr(self.backend, "working_set_status", None)
         return {
             "user": self.user,
             "backend": self.backend.name,
@@ -222,6 +223,7 @@ class Engine:
             "clusterer": self.clusterer.name if self.clusterer else None,
             "backup": self.backup.name,
             **self.backend.counts(),
+            **({"working_set": status()} if callable(status) else {}),
         }
 
     # -- helpers for the pipelines -------------------------------------------------------
