@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 
 log = get_logger(__name__)
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 _SCHEMA_KEY = "falkordb.schema_version"
 
 
@@ -148,6 +148,7 @@ class FalkorBackend(StorageBackend):
         if self.get_meta(_SCHEMA_KEY) == SCHEMA_VERSION:
             return
         self._run(Q.MIGRATE_V1)
+        self._run(Q.MIGRATE_V2)
         self.set_meta(_SCHEMA_KEY, SCHEMA_VERSION)
 
     # -- query plumbing --------------------------------------------------------------
@@ -275,7 +276,8 @@ class FalkorBackend(StorageBackend):
     ) -> None:
         """Bulk-load records as given (ids kept, existing ids replaced), batched."""
         now = utcnow()
-        for batch in batched(engrams, self.write_batch):
+        unique = list({e.id: e for e in engrams}.values())  # the engram count relies on it
+        for batch in batched(unique, self.write_batch):
             rows = [
                 {"props": engram_props(e, self.user), "embedding": vector(e.embedding)}
                 for e in batch

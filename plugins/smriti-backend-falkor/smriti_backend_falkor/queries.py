@@ -39,6 +39,10 @@ FULLTEXT_FIELDS = ("content", "summary", "tags_text")
 GET_META = "MATCH (m:SmritiMeta {user: $user, key: $key}) RETURN m.value"
 SET_META = "MERGE (m:SmritiMeta {user: $user, key: $key}) SET m.value = $value"
 
+#: The SmritiMeta node whose ``count`` is the user's engram count, kept by every write
+#: that creates or deletes engrams (a count through the ``user`` index reads every node).
+ENGRAM_COUNT_KEY = "falkordb.engrams"
+
 # -- migrations -------------------------------------------------------------------------
 MIGRATE_V1 = """
 MATCH (e:Engram {user: $user})
@@ -49,31 +53,48 @@ SET e.cluster_id = coalesce(e.cluster_id, -1),
     e.source = coalesce(e.source, '')
 """
 
+#: Version 2: every cue carries its degree (EncodedBy edges), kept by every write of
+#: links (``indegree`` walks the edges, and FalkorDB evaluates every argument of
+#: ``coalesce`` and ``CASE``, so it cannot even be a fallback: a cue without the property
+#: has no links yet), and the engram count has its own node.
+MIGRATE_V2 = f"""
+MATCH (q:Cue {{user: $user}})
+SET q.degree = indegree(q, 'EncodedBy')
+WITH count(q) AS cues
+OPTIONAL MATCH (e:Engram {{user: $user}})
+WITH count(e) AS engrams
+MERGE (m:SmritiMeta {{user: $user, key: '{ENGRAM_COUNT_KEY}'}})
+SET m.count = engrams
+"""
+
 # -- writes -----------------------------------------------------------------------------
 # One statement, so FalkorDB applies all of it or (on any error) none of it. The guard
 # makes a retry after a dropped connection a no-op instead of a duplicate.
-ADD_MEMORY = """
-OPTIONAL MATCH (old:Engram {user: $user, id: $id})
+ADD_MEMORY = f"""
+OPTIONAL MATCH (old:Engram {{user: $user, id: $id}})
 WITH count(old) AS existing
 WHERE existing = 0
 CREATE (e:Engram)
 SET e = $props, e.embedding = vecf32($embedding)
+FOREACH (_ IN [1] |
+  MERGE (n:SmritiMeta {{user: $user, key: '{ENGRAM_COUNT_KEY}'}})
+  SET n.count = coalesce(n.count, 0) + 1)
 FOREACH (c IN $cues |
-  MERGE (q:Cue {user: $user, key: c.key})
+  MERGE (q:Cue {{user: $user, key: c.key}})
   ON CREATE SET q.id = c.id, q.name = c.name, q.cue_type = c.cue_type,
                 q.embedding = vecf32(c.embedding)
   ON MATCH SET q.embedding = coalesce(q.embedding, vecf32(c.embedding))
   MERGE (e)-[l:EncodedBy]->(q)
-  ON CREATE SET l.strength = 1.0, l.created_at = $now)
+  ON CREATE SET l.strength = 1.0, l.created_at = $now, q.degree = coalesce(q.degree, 0) + 1)
 FOREACH (p IN $pairs |
-  MERGE (a:Cue {user: $user, key: p[0]})
-  MERGE (b:Cue {user: $user, key: p[1]})
+  MERGE (a:Cue {{user: $user, key: p[0]}})
+  MERGE (b:Cue {{user: $user, key: p[1]}})
   MERGE (a)-[co:CoOccurs]->(b)
   ON CREATE SET co.strength = 1.0
   ON MATCH SET co.strength = co.strength + 1.0)
 WITH e
 UNWIND $assocs AS a
-MATCH (t:Engram {user: $user, id: a.target})
+MATCH (t:Engram {{user: $user, id: a.target}})
 MERGE (e)-[r:AssociatedWith]->(t)
 SET r.strength = a.strength, r.relation_type = a.relation_type, r.created_at = a.created_at
 RETURN count(r)
@@ -91,9 +112,25 @@ SET e.access_count = coalesce(r.access_count, e.access_count),
     e.cluster_id = coalesce(r.cluster_id, e.cluster_id),
     e.importance = coalesce(r.importance, e.importance)
 """
-DELETE_ENGRAMS = """
+DELETE_ENGRAMS = f"""
 UNWIND $ids AS id
-MATCH (e:Engram {user: $user, id: id})
+MATCH (e:Engram {{user: $user, id: id}})
+WITH collect(e) AS doomed
+CALL {{
+  WITH doomed
+  UNWIND doomed AS e
+  MATCH (e)-[:EncodedBy]->(q:Cue)
+  WITH q, count(*) AS lost
+  SET q.degree = q.degree - lost
+  RETURN count(q) AS cues
+}}
+CALL {{
+  WITH doomed
+  MATCH (n:SmritiMeta {{user: $user, key: '{ENGRAM_COUNT_KEY}'}})
+  SET n.count = n.count - size(doomed)
+  RETURN count(n) AS counters
+}}
+UNWIND doomed AS e
 DETACH DELETE e
 RETURN count(*)
 """
@@ -104,10 +141,16 @@ DETACH DELETE q
 RETURN count(*)
 """
 
-IMPORT_ENGRAMS = """
+#: ``$rows`` must not repeat an id (the count of new engrams relies on it).
+IMPORT_ENGRAMS = f"""
 UNWIND $rows AS r
-MERGE (e:Engram {user: $user, id: r.props.id})
+OPTIONAL MATCH (old:Engram {{user: $user, id: r.props.id}})
+WITH r, CASE WHEN old IS NULL THEN 1 ELSE 0 END AS fresh
+MERGE (e:Engram {{user: $user, id: r.props.id}})
 SET e = r.props, e.embedding = vecf32(r.embedding)
+WITH sum(fresh) AS added
+MERGE (n:SmritiMeta {{user: $user, key: '{ENGRAM_COUNT_KEY}'}})
+SET n.count = coalesce(n.count, 0) + added
 """
 IMPORT_CUES = """
 UNWIND $rows AS r
@@ -125,6 +168,8 @@ UNWIND $rows AS r
 MATCH (e:Engram {user: $user, id: r.engram_id}), (q:Cue {user: $user, id: r.cue_id})
 MERGE (e)-[l:EncodedBy]->(q)
 SET l.strength = r.strength, l.created_at = coalesce(l.created_at, $now)
+WITH DISTINCT q
+SET q.degree = indegree(q, 'EncodedBy')
 """
 IMPORT_ASSOCIATIONS = """
 UNWIND $rows AS r
@@ -301,7 +346,9 @@ CALL {
   RETURN rows AS cue_rows, [] AS cue_short
 }
 """
-#: Every matched cue once (best similarity), its degree and strongest engrams.
+#: Every matched cue once (best similarity), its degree and most important engrams. The
+#: engrams are chosen before their edges are bound (binding every edge of a hub cue
+#: costs more than the rest of the statement), so their order is restored by the caller.
 #: ``{imports}`` and ``{matches}`` are chosen from the constants in ``search``.
 SEEK_CUES = """
 CALL {{
@@ -309,21 +356,23 @@ CALL {{
   UNWIND {matches} AS m
   WITH m[0] AS cid, max(m[1]) AS sim
   MATCH (q:Cue {{user: $user, id: cid}})
-  WITH q, sim, indegree(q, 'EncodedBy') AS degree
-  WITH q, sim, degree, CASE WHEN $cue_fanout > 0 THEN q END AS expand
-  OPTIONAL MATCH (expand)<-[l:EncodedBy]-(e:Engram)
-  WITH q, sim, degree, e, l
-  ORDER BY e.importance DESC, e.id
-  WITH q, sim, degree,
-       collect(CASE WHEN e IS NULL THEN NULL ELSE [e.id, l.strength] END) AS engrams
-  RETURN collect([q.id, sim, degree, engrams[..$cue_fanout]]) AS cues
+  CALL {{
+    WITH q
+    MATCH (q)<-[:EncodedBy]-(e:Engram)
+    WITH q, e
+    ORDER BY e.importance DESC, e.id
+    LIMIT $cue_fanout
+    MATCH (e)-[l:EncodedBy]->(q)
+    RETURN collect([e.id, l.strength, e.importance]) AS engrams
+  }}
+  RETURN collect([q.id, sim, coalesce(q.degree, 0), engrams]) AS cues
 }}
 """
-SEEK_TOTAL = """
-CALL {
-  MATCH (e:Engram {user: $user})
-  RETURN count(e) AS total
-}
+SEEK_TOTAL = f"""
+CALL {{
+  OPTIONAL MATCH (n:SmritiMeta {{user: $user, key: '{ENGRAM_COUNT_KEY}'}})
+  RETURN coalesce(n.count, 0) AS total
+}}
 """
 
 NEIGHBOURS_OUT = """
@@ -347,20 +396,23 @@ CALL {
 }
 """
 #: Each cue of the ids with the ids it encodes, its degree, and (degree at most
-#: ``cue_max_degree``) its most important engrams.
+#: ``cue_max_degree``) its most important engrams, chosen as in ``SEEK_CUES``.
 NEIGHBOURS_CUES = """
 CALL {
   UNWIND $ids AS id
   MATCH (e:Engram {user: $user, id: id})-[l:EncodedBy]->(q:Cue)
   WITH q, collect([e.id, l.strength]) AS encoded
-  WITH q, encoded, indegree(q, 'EncodedBy') AS degree
-  WITH q, encoded, degree,
-       CASE WHEN degree <= $cue_max_degree AND $engrams_per_cue > 0 THEN q END AS expand
-  OPTIONAL MATCH (expand)<-[r:EncodedBy]-(m:Engram)
-  WITH q, encoded, degree, m, r
-  ORDER BY m.importance DESC, m.id
-  WITH q, encoded, degree,
-       collect(CASE WHEN m IS NULL THEN NULL ELSE [m.id, r.strength] END) AS members
-  RETURN collect([q.id, encoded, degree, members[..$engrams_per_cue]]) AS cues
+  WITH q, encoded, coalesce(q.degree, 0) AS degree
+  WITH q, encoded, degree, CASE WHEN degree <= $cue_max_degree THEN q END AS small
+  CALL {
+    WITH small
+    MATCH (small)<-[:EncodedBy]-(m:Engram)
+    WITH small, m
+    ORDER BY m.importance DESC, m.id
+    LIMIT $engrams_per_cue
+    MATCH (m)-[r:EncodedBy]->(small)
+    RETURN collect([m.id, r.strength, m.importance]) AS members
+  }
+  RETURN collect([q.id, encoded, degree, members]) AS cues
 }
 """

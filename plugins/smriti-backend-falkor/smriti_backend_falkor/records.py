@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from smriti.default_plugins.text import STOPWORDS
 from smriti.model import Association, Cue, Engram, normalise_cue_name
 from smriti.storage import EngramStats
 
@@ -161,7 +162,13 @@ def association_from(
 
 
 def fulltext_query(text: str) -> str | None:
-    """A RediSearch OR-query of the words in ``text``, or None when it has no words."""
-    words = dict.fromkeys(t.lower() for t in _TOKEN.findall(text or ""))
-    tokens = list(words)[:MAX_QUERY_TOKENS]
+    """A RediSearch OR-query of the words in ``text``, or None when it has no words.
+
+    Stopwords are left out unless the text has nothing else: the index keeps them (a
+    short memory may be nothing but common words), so "the" would match, and the
+    statement would then filter and sort, nearly every memory.
+    """
+    words = list(dict.fromkeys(t.lower() for t in _TOKEN.findall(text or "")))
+    tokens = [w for w in words if w not in STOPWORDS] or words
+    tokens = tokens[:MAX_QUERY_TOKENS]
     return "|".join(tokens) if tokens else None

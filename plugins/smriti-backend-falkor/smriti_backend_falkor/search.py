@@ -179,7 +179,7 @@ class SeekAnswer:
         if "cues" in self.row:
             seeds.cues = sorted(
                 (
-                    CueMatch(cid, float(sim), int(degree), [(e, float(s)) for e, s in engrams])
+                    CueMatch(cid, float(sim), int(degree), by_importance(engrams))
                     for cid, sim, degree, engrams in self.row["cues"]
                 ),
                 key=lambda c: (-c.similarity, c.cue_id),
@@ -209,6 +209,13 @@ class SeekAnswer:
     def cues_short(self) -> bool:
         """True when a query cue row may have near cues the index fetch did not reach."""
         return self.plan.cue_vectors == "index" and bool(self.row["cue_short"])
+
+
+def by_importance(rows: list[list[Any]]) -> list[tuple[str, float]]:
+    """(engram id, strength) from [id, strength, importance] rows, most important first
+    (ties by id): the statements choose these engrams but cannot keep their order."""
+    ordered = sorted(rows, key=lambda r: (-float(r[2]), r[0]))
+    return [(str(i), float(s)) for i, s, _ in ordered]
 
 
 def _best_first(hits: list[list[Any]]) -> list[tuple[str, float]]:
@@ -249,7 +256,7 @@ def read_neighbourhood(query: Expand, row: list[Any]) -> Neighbourhood:
         out.links.extend(Link(e, cid, float(s)) for e, s in encoded)
         out.degrees[cid] = int(degree)
         if degree <= query.cue_max_degree:
-            out.members[cid] = [(m, float(s)) for m, s in members]
+            out.members[cid] = by_importance(members)
     return out
 
 
