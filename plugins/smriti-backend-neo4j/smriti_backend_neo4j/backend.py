@@ -77,6 +77,7 @@ INDEX_WAIT_SECONDS = 600
 # RETRY_FIRST seconds, doubling up to RETRY_CAP, each delay jittered by up to half,
 # until ``retry_seconds`` have passed.
 RETRY_FIRST, RETRY_CAP = 0.02, 1.0
+TOTAL_SECONDS = 30.0
 URI_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 
 
@@ -115,6 +116,13 @@ class Neo4jBackend(StorageBackend):
         self._lock = threading.Lock()
         #: Transient errors retried so far, by Neo4j error code (for monitoring).
         self.retries: Counter[str] = Counter()
+        # The user's engram count for ``seek``: counting through the ``user`` index reads
+        # every entry (about 1.4 ms per thousand engrams), so it is counted again only
+        # when older than TOTAL_SECONDS or unknown, and kept up to date by this backend's
+        # own writes in between (other processes' writes show after at most that long).
+        self._total: int | None = None
+        self._total_at = 0.0
+        self._writes = 0  # bumped by every write that changes the count
 
     @classmethod
     def from_settings(cls, settings: Settings, user: str) -> Neo4jBackend:
@@ -419,6 +427,7 @@ class Neo4jBackend(StorageBackend):
 
         try:
             by_key = self._transaction(work)
+            self._counted(+1)
         except BackendError as exc:
             if not isinstance(exc.__cause__, ConstraintError):
                 raise
@@ -457,7 +466,9 @@ class Neo4jBackend(StorageBackend):
                 tx.run(q.LOCK_ENGRAMS_AROUND, user=self.user, ids=chunk).consume()
                 return int(tx.run(q.DELETE_ENGRAMS, user=self.user, ids=chunk).single()[0])
 
-            deleted += self._transaction(work)
+            gone = self._transaction(work)
+            self._counted(-gone)
+            deleted += gone
         return deleted
 
     def delete_orphan_cues(self) -> int:
@@ -497,6 +508,7 @@ class Neo4jBackend(StorageBackend):
         for statement, rows in steps:
             for chunk in batched(rows, WRITE_BATCH):
                 self._write(statement, rows=chunk)
+        self._counted(None)  # replaced ids are not new engrams: count again
 
     # -- reads -----------------------------------------------------------------------------
     def get_engrams(self, ids: Sequence[str]) -> list[Engram]:
@@ -514,8 +526,11 @@ class Neo4jBackend(StorageBackend):
         return [engram_from(r["p"]) for r in records if whole(r["p"])]
 
     def count_engrams(self) -> int:
-        """How many engrams this user has."""
-        return int(self._read(q.COUNT_ENGRAMS)[0]["n"])
+        """How many engrams this user has (counted now; ``seek`` reuses the count)."""
+        writes = self._writes
+        total = int(self._read(q.COUNT_ENGRAMS)[0]["n"])
+        self._set_total(total, writes)
+        return total
 
     def counts(self) -> dict[str, int]:
         """Per-user counts of engrams, cues and each edge type."""
@@ -570,9 +585,10 @@ class Neo4jBackend(StorageBackend):
 
         engram_index = self._index_for("Engram", query.vector)
         cue_index = self._index_for("Cue", _first_row(query.cue_vectors))
-        built = seek_statement(query, self.user, engram_index, cue_index, total=total)
+        writes, count = self._writes, total and self._total_stale()
+        built = seek_statement(query, self.user, engram_index, cue_index, total=count)
         if built is None:
-            return Seeds()
+            return Seeds(total=(self._total or 0) if total else 0)
         try:
             records = self._run(built[0], read=True, **built[1])
         except BackendError as exc:
@@ -582,10 +598,34 @@ class Neo4jBackend(StorageBackend):
                 raise
             log.warning("neo4j vector index query failed; exact search", error=str(exc))
             self._refresh_vector_indexes()
-            built = seek_statement(query, self.user, None, None, total=total)
+            built = seek_statement(query, self.user, None, None, total=count)
             assert built is not None
             records = self._run(built[0], read=True, **built[1])
-        return seeds_from(records[0], query)
+        seeds = seeds_from(records[0], query)
+        if count:
+            self._set_total(seeds.total, writes)
+        elif total:
+            seeds.total = self._total or 0
+        return seeds
+
+    def _total_stale(self) -> bool:
+        with self._lock:
+            return self._total is None or time.monotonic() - self._total_at > TOTAL_SECONDS
+
+    def _set_total(self, total: int, writes: int) -> None:
+        """Remember a count read while no write of this backend ran (else it may miss one)."""
+        with self._lock:
+            if self._writes == writes:
+                self._total, self._total_at = total, time.monotonic()
+
+    def _counted(self, change: int | None) -> None:
+        """This backend's write changed the count by ``change`` (None: by an unknown amount)."""
+        with self._lock:
+            self._writes += 1
+            if self._total is not None and change is not None:
+                self._total = max(0, self._total + change)
+            elif change is None:
+                self._total = None
 
     def _index_for(self, label: str, vector: np.ndarray | None) -> str | None:
         """The usable vector index on ``label`` for vectors as wide as ``vector``."""
