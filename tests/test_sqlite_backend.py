@@ -3,8 +3,13 @@ reopening, refusing files that are not its stores, several connections at once).
 
 from __future__ import annotations
 
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -216,3 +221,36 @@ class TestSqliteRecallEquality(RecallEqualityTests):
     @pytest.fixture
     def backend_factory(self, sqlite_factory: Make) -> Make:
         return sqlite_factory
+
+
+_WRITER = """
+import sys
+from smriti.default_plugins.sqlite.backend import SqliteBackend
+from smriti.testing import GraphBuilder
+
+build = GraphBuilder(8)
+backend = SqliteBackend("alice", sys.argv[1])
+backend.open()
+for i in range(100_000):
+    backend.add_memory(build.engram(i), [build.cue(f"w{i % 7}")], [])
+    print(build.engram(i).id, flush=True)  # acknowledged: add_memory returned
+"""
+
+
+def test_every_acknowledged_memory_survives_a_kill(tmp_path: Path) -> None:
+    path = tmp_path / "alice" / DB_FILE
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    acknowledged: list[str] = []
+    assert writer.stdout is not None
+    deadline = time.monotonic() + 60
+    while len(acknowledged) < 40 and time.monotonic() < deadline:
+        acknowledged.append(writer.stdout.readline().strip())
+    os.kill(writer.pid, signal.SIGKILL)  # mid-write, most likely
+    writer.wait()
+    assert len(acknowledged) == 40
+    with SqliteBackend("alice", path) as backend:
+        stored = {e.id for e in backend.iter_engrams()}
+        assert set(acknowledged) <= stored
+        assert backend.counts()["links"] == len(stored), "no memory is left half-written"
