@@ -254,3 +254,30 @@ def test_every_acknowledged_memory_survives_a_kill(tmp_path: Path) -> None:
         stored = {e.id for e in backend.iter_engrams()}
         assert set(acknowledged) <= stored
         assert backend.counts()["links"] == len(stored), "no memory is left half-written"
+
+
+def test_a_repeated_store_is_a_retry_and_other_content_an_error(
+    sqlite_factory: Make, build: GraphBuilder
+) -> None:
+    backend = sqlite_factory("alice")
+    engram, apple = build.engram(1), build.cue("apple")
+    backend.add_memory(engram, [apple, build.cue("pear")], [])
+    again = backend.add_memory(engram.with_changes(importance=0.01), [build.cue("plum")], [])
+    assert again.engram.importance == engram.importance, "a retry changes nothing"
+    assert sorted(c.id for c in again.cues) == [apple.id, "c-pear"]
+    assert backend.counts()["cues"] == 2 and backend.count_engrams() == 1
+    with pytest.raises(BackendError, match="already stored with other content"):
+        backend.add_memory(engram.with_changes(content="something else"), [], [])
+
+
+def test_members_of_equal_importance_are_ordered_by_id(
+    sqlite_factory: Make, build: GraphBuilder
+) -> None:
+    backend = sqlite_factory("alice")
+    hub = build.cue("hub")
+    for i in (5, 3, 9, 1):
+        backend.add_memory(build.engram(i, importance=0.5), [hub], [])
+    [match] = backend.seek(Seek(k=1, cue_names=["hub"], cue_fanout=3)).cues
+    assert [e for e, _ in match.engrams] == ["e00001", "e00003", "e00005"]
+    around = backend.neighbourhood(Expand(["e00009"], 0, 10, 2))
+    assert [e for e, _ in around.members[hub.id]] == ["e00001", "e00003"]
