@@ -1,11 +1,15 @@
-"""The incrementally kept per-cue importance lists always equal a fresh computation."""
+"""The working set's per-cue importance lists (smriti.index.ranking), kept up to date as
+the graph changes, always equal a fresh computation."""
 
 from __future__ import annotations
 
 import random
 
 import pytest
-from smriti_backend_kuzu.ranking import TopByImportance
+
+from smriti.index.graph import Graph
+from smriti.index.ranking import TopByImportance
+from smriti.model import Engram
 
 
 def brute(members: dict[str, float], importance: dict[str, float], limit: int) -> list:
@@ -56,28 +60,24 @@ def test_random_changes_keep_the_lists_exact(seed: int) -> None:
         assert got == brute(members[cue], importance, limit), f"step {step}"
 
 
-def test_hub_lists_are_computed_when_the_mirror_is_loaded() -> None:
+def test_hub_lists_are_computed_when_the_graph_is_loaded() -> None:
     from datetime import UTC, datetime
 
-    from smriti_backend_kuzu.mirror import GraphMirror
-
-    from smriti.model import Engram
-
-    mirror = GraphMirror()
-    cap = mirror.ranking.CAP
+    graph = Graph()
+    cap = graph.ranking.CAP
     rng = random.Random(3)
     now = datetime(2026, 1, 1, tzinfo=UTC)
     importance = {f"e{i:04d}": round(rng.random(), 2) for i in range(cap * 3)}
     for key, value in importance.items():
-        mirror.put_engram(Engram(id=key, content=key, summary=key, memory_type="semantic",
+        graph.put_engram(Engram(id=key, content=key, summary=key, memory_type="semantic",
                                  importance=value, created_at=now,
                                  last_accessed_at=now), 0)  # fmt: skip
     hub = {key: 1.0 for key in importance}
     small = {key: 1.0 for key in list(importance)[:3]}
-    mirror.put_links([(k, "hub", 1.0) for k in hub] + [(k, "small", 1.0) for k in small])
-    assert mirror.ranking.lists == {}
-    mirror.rank_hubs()
-    assert set(mirror.ranking.lists) == {"hub"}  # small cues are left for first use
-    assert len(mirror.ranking.lists["hub"]) == cap
-    assert mirror.engrams_for_cue("hub", 10) == brute(hub, importance, 10)
-    assert mirror.engrams_for_cue("small", 10) == brute(small, importance, 10)
+    graph.put_links([(k, "hub", 1.0) for k in hub] + [(k, "small", 1.0) for k in small])
+    assert graph.ranking.lists == {}
+    graph.rank_hubs()
+    assert set(graph.ranking.lists) == {"hub"}  # small cues are left for first use
+    assert len(graph.ranking.lists["hub"]) == cap
+    assert graph.engrams_for_cue("hub", 10) == brute(hub, importance, 10)
+    assert graph.engrams_for_cue("small", 10) == brute(small, importance, 10)

@@ -1,12 +1,13 @@
-"""The vector cache's int8 pre-scan must return exactly what the float32 scan returns."""
+"""The working set's vector cache (smriti.index.vectors): its int8 pre-scan returns exactly
+what the float32 scan returns."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from smriti_backend_kuzu import cache
-from smriti_backend_kuzu.cache import VectorCache
 
+from smriti.index import vectors
+from smriti.index.vectors import VectorCache
 from smriti.storage import cosine_top_k
 
 
@@ -33,7 +34,7 @@ def corpus(kind: str, n: int, dims: int, rng: np.random.Generator) -> np.ndarray
 @pytest.mark.parametrize("kind", ["gaussian", "skewed", "binary", "spiky"])
 @pytest.mark.parametrize("dims", [8, 384])
 def test_quantised_search_is_exact(kind: str, dims: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cache, "QUANTISED_MIN_ROWS", 1)
+    monkeypatch.setattr(vectors, "QUANTISED_MIN_ROWS", 1)
     rng = np.random.default_rng(dims + len(kind))
     n = 3000
     rows = corpus(kind, n, dims, rng)
@@ -45,7 +46,7 @@ def test_quantised_search_is_exact(kind: str, dims: int, monkeypatch: pytest.Mon
     vc.remove(gone)
     vc.put_many((key, rng.standard_normal(dims), 1) for key in gone[: len(gone) // 2])
     vc.put_many((str(i), rows[i] * -1, 2) for i in range(5))
-    assert vc._quant is not None, "simsimd is a dependency of the plugin"
+    assert vc._quant is not None, "simsimd is a dependency of the framework"
     for trial in range(30):
         query = rows[rng.integers(0, n)] + 0.1 * rng.standard_normal(dims)
         k = [1, 5, 10, 50][trial % 4]
@@ -61,7 +62,7 @@ def test_quantised_search_is_exact(kind: str, dims: int, monkeypatch: pytest.Mon
 
 
 def test_quantised_search_edge_cases(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cache, "QUANTISED_MIN_ROWS", 1)
+    monkeypatch.setattr(vectors, "QUANTISED_MIN_ROWS", 1)
     vc = VectorCache()
     vc.put_many([("a", np.array([1.0, 0.0]), 0), ("b", np.array([0.0, 1.0]), 1)])
     assert vc.search(np.zeros(2), 3) == []
