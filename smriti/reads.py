@@ -70,7 +70,7 @@ class Seeds:
     vector: list[tuple[str, float]] = field(default_factory=list)
     text: list[tuple[str, float]] = field(default_factory=list)
     cues: list[CueMatch] = field(default_factory=list)
-    #: How many engrams the user has.
+    #: How many engrams the user has (for IDF; may be a few seconds old on a shared server).
     total: int = 0
 
 

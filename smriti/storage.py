@@ -243,7 +243,8 @@ class StorageBackend(ABC):
         ``query.cue_neighbours`` nearest cues of a row of ``query.cue_vectors`` with a
         similarity of at least ``query.cue_similarity`` (the best one counts), each with
         its degree and up to ``query.cue_fanout`` engrams, most important first (ties by
-        id). ``total`` is the engram count. Skipped channels come back empty.
+        id). ``total`` is the engram count (it only weights cues, so a shared server may
+        answer with a count a few seconds old). Skipped channels come back empty.
         """
 
     def vector_search_above(
