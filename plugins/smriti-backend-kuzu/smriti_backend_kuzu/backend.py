@@ -3,10 +3,12 @@
 The store lives at ``{STORAGE_LOCATION}/{user}/memory.kuzu``. The driver (``kuzu``, or
 ``real_ladybug`` when only LadybugDB is installed) is imported when a store is opened.
 Writes are serialised by a lock and run in explicit transactions; reads use one
-connection per thread. Vector search uses an in-process cache of unit vectors (exact
-cosine); see the README for when the HNSW index is used instead. What keeps every
-acknowledged memory on a full disk, and a damaged file from opening as an empty store,
-is in ``durability``.
+connection per thread. The process holds Kùzu's file lock, so it is the store's only
+writer (``sole_writer``): the engine answers recall from a working set in memory
+(``smriti.index``), loaded through ``working_set_streams``; the reads here are its
+native path (before the working set is loaded, above its budget, or with
+``SMRITI_WORKING_SET=off``). What keeps every acknowledged memory on a full disk, and a
+damaged file from opening as an empty store, is in ``durability``.
 """
 
 from __future__ import annotations
@@ -16,33 +18,24 @@ import importlib.util  # noqa: F401 - kuzu's parameter binding needs it imported
 import os
 import threading
 import warnings
-from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor, wait
-from contextlib import contextmanager, nullcontext, suppress
+from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from smriti import index
 from smriti.engine.gate import WriteGate
 from smriti.errors import BackendError, StorageFullError, StoreLockedError
+from smriti.index.vectors import VectorCache
 from smriti.logs import get_logger
 from smriti.storage import StorageBackend
 from smriti_backend_kuzu import durability, schema
-from smriti_backend_kuzu.cache import VectorCache
-from smriti_backend_kuzu.codec import (
-    ASSOC_FIELDS,
-    CUE_FIELDS,
-    ENGRAM_FIELDS,
-    LINK_FIELDS,
-    association_from_row,
-    cue_from_row,
-    engram_from_row,
-)
+from smriti_backend_kuzu.codec import CUE_FIELDS, cue_from_row, vec_out
 from smriti_backend_kuzu.cooccurs import CoOccursMixin
-from smriti_backend_kuzu.mirror import GraphMirror
 from smriti_backend_kuzu.queries import QueriesMixin
 from smriti_backend_kuzu.seek import SeekMixin
-from smriti_backend_kuzu.strengthen import StrengthenMixin
 from smriti_backend_kuzu.writebehind import WriteBehindMixin
 from smriti_backend_kuzu.writes import WritesMixin
 
@@ -53,15 +46,16 @@ if TYPE_CHECKING:
 log = get_logger(__name__)
 
 DB_FILE = "memory.kuzu"
-CACHE_ENV = "SMRITI_KUZU_CACHE_MB"
-DEFAULT_CACHE_MB = 2048
+#: The budget of the vector cache and mirror this backend kept before the core's working
+#: set replaced them; ``SMRITI_WORKING_SET_MB`` is the setting now.
+OLD_CACHE_ENV = "SMRITI_KUZU_CACHE_MB"
 #: Kùzu's page buffer pool; 0 keeps Kùzu's default (80 % of the machine's memory, used
 #: only as pages are touched). A small pool is risky: with 256 MB, the commit of a bulk
 #: import at 100k memories failed with "buffer pool is full" (README).
 BUFFER_ENV = "SMRITI_KUZU_BUFFER_MB"
 DEFAULT_BUFFER_MB = 0
 MIN_BUFFER_MB = 64
-#: Node offsets per chunk when the caches are loaded at open.
+#: Node offsets per chunk of an unordered read of a table (the working set's load).
 OFFSET_CHUNK = 10_000
 
 
@@ -79,14 +73,13 @@ def load_driver() -> ModuleType:
 
 class KuzuBackend(
     CoOccursMixin,
-    StrengthenMixin,
     WriteBehindMixin,
     WritesMixin,
     SeekMixin,
     QueriesMixin,
     StorageBackend,
 ):
-    """Embedded Kùzu graph database, one file per user, with in-process vector caches."""
+    """Embedded Kùzu graph database, one file per user; the store's only writer."""
 
     name: ClassVar[str] = "kuzu"
     aliases: ClassVar[tuple[str, ...]] = ("ladybug",)
@@ -94,18 +87,22 @@ class KuzuBackend(
     multi_tenant: ClassVar[bool] = False
     #: Kùzu locks its database file: one process per store (the others use the owner).
     single_process: ClassVar[bool] = True
+    #: Nobody else writes the store while it is open: the engine keeps a working set.
+    sole_writer = True
 
     def __init__(
         self,
         user: str,
         path: Path | str,
-        cache_mb: int = DEFAULT_CACHE_MB,
         buffer_mb: int = DEFAULT_BUFFER_MB,
+        native_indexes: bool = False,
     ) -> None:
         super().__init__(user)
         self.path = Path(path)
-        self.cache_mb = cache_mb
         self.buffer_mb = buffer_mb
+        #: Whether ``ensure_indexes`` builds Kùzu's full-text and HNSW indexes: only when
+        #: no working set answers recall (an HNSW index costs 17 ms on every insert).
+        self.native_indexes = native_indexes
         self._driver: ModuleType | None = None
         self._db: Any = None
         self._local = threading.local()
@@ -122,12 +119,18 @@ class KuzuBackend(
         #: The generation (open database) whose extensions are loaded.
         self._extensions = -1
         self._schema_epoch = 0
-        self.engram_cache: VectorCache | None = None
-        self.mirror: GraphMirror | None = None
+        #: Every cue without its embedding (in ``cue_cache``), by normalised name and by
+        #: id: a cue is merged on its name, and Kùzu has no secondary index to find it.
         self.cue_cache = VectorCache()
         self.cues_by_key: dict[str, Cue] = {}
         self.cues_by_id: dict[str, Cue] = {}
-        self.labels: dict[str, int] = {}
+        self._cues_lock = threading.RLock()
+        #: The ids of every stored engram (queued ones included), loaded at open: a new
+        #: memory's id and its edges' targets are checked without a Kùzu query (a join
+        #: by ``UNWIND`` scans the whole table). None until loaded.
+        self._engram_ids: set[str] | None = None
+        #: The width of the stored embeddings (None while none is stored).
+        self.dims: int | None = None
         self.vector_index_dims: int | None = None
         self._staging_ready = False
         self._pending = 0
@@ -139,23 +142,32 @@ class KuzuBackend(
         self._verified = False
         #: Whether a Kùzu read or write of its files failed (closing may then abort).
         self._kuzu_failed = False
-        self._init_strengthening()
         self._init_write_behind()
 
     @classmethod
     def from_settings(cls, settings: Settings, user: str) -> KuzuBackend:
-        """The store of ``user`` under ``STORAGE_LOCATION``; cache and pool from the env."""
-        cache_mb = _megabytes(settings.env, CACHE_ENV, DEFAULT_CACHE_MB, 0)
+        """The store of ``user`` under ``STORAGE_LOCATION``, its pool size from the env.
+
+        Kùzu's own indexes are built only when no working set will answer recall
+        (``smriti.index.wanted``)."""
         buffer_mb = _megabytes(settings.env, BUFFER_ENV, DEFAULT_BUFFER_MB, 0)
         if 0 < buffer_mb < MIN_BUFFER_MB:
             raise BackendError(
                 f"{BUFFER_ENV}={buffer_mb} must be 0 (Kùzu's default) or at least {MIN_BUFFER_MB}"
             )
-        return cls(user, settings.user_dir(user) / DB_FILE, cache_mb=cache_mb, buffer_mb=buffer_mb)
+        if settings.env.get(OLD_CACHE_ENV, "").strip():
+            log.warning(
+                f"{OLD_CACHE_ENV} is no longer used: the memory budget of every backend's "
+                "working set is SMRITI_WORKING_SET_MB",
+                value=settings.env[OLD_CACHE_ENV],
+            )
+        backend = cls(user, settings.user_dir(user) / DB_FILE, buffer_mb=buffer_mb)
+        backend.native_indexes = not index.wanted(settings, backend)
+        return backend
 
     # -- lifecycle -------------------------------------------------------------------
     def open(self) -> None:
-        """Open (or create) the database, migrate it and load the caches."""
+        """Open (or create) the database, migrate it, load the cues and engram ids."""
         if self._db is not None:
             return
         self._driver = load_driver()
@@ -208,18 +220,13 @@ class KuzuBackend(
         dims = self.get_meta("vector_index_dims")
         self.vector_index_dims = int(dims) if dims else None
         self._replay_journal()  # with the index known: replayed memories are indexed too
-        self._load_cue_cache()
-        self._load_engram_cache()
+        self._load_cues()
+        self._load_engram_ids()
         self._load_pending()
         self._drop_unused_text_index()
 
     def close(self) -> None:
         """Close every connection and the database; safe to call twice."""
-        if self._db is not None:
-            try:
-                self.flush_strengthening()
-            except Exception as exc:  # closing must not fail; the values are lost
-                log.error("access strengthening not saved", path=str(self.path), error=str(exc))
         self._stop_writing()
         with self._write_lock, self._kuzu_lock:
             if self._db is not None:
@@ -235,17 +242,12 @@ class KuzuBackend(
             self._generation += 1
             if self._db is not None:
                 self._close_database()
-            self.engram_cache = None
-            self.mirror = None
-            self.cue_cache.clear()
-            self.cues_by_key.clear()
-            self.cues_by_id.clear()
+            self._forget_cues_and_ids()
         self._forget_queue()
         with self._worker_lock:
             if self._worker is not None:
                 self._worker.shutdown(wait=True)
                 self._worker = None
-        self._stop_strengthening()
 
     def needs_reopen(self) -> bool:
         """After Kùzu failed to write its files it takes no more writes in this process;
@@ -315,9 +317,10 @@ class KuzuBackend(
         return BackendError(f"{what}: {exc}")
 
     def _known_engrams(self) -> int:
-        """How many memories the store holds (the mirror's count, with the queued ones)."""
-        if self.mirror is not None:
-            return len(self.mirror.rows)
+        """How many memories the store holds (the queued ones included)."""
+        ids = self._engram_ids
+        if ids is not None:
+            return len(ids)
         conn = self._conn()
         with self._quiet.shared():
             return int(self._exec(conn, "MATCH (e:Engram) RETURN count(e)").get_all()[0][0])
@@ -393,21 +396,16 @@ class KuzuBackend(
     def _q(
         self, query: str, params: dict[str, Any] | None = None, lag_ok: bool = False
     ) -> list[list[Any]]:
-        """Run a read query on this thread's connection and return all rows (after the
-        queued memories and any access strengthening still being written: Kùzu must not
-        lag the mirror). With ``lag_ok``, a disk too full to write the queued memories
-        does not stop the read (the caller adds them from the mirror)."""
+        """Run a read query on this thread's connection and return all rows, after the
+        queued memories are written (Kùzu must not lag a store that returned). With
+        ``lag_ok``, a disk too full to write them does not stop the read (the caller
+        adds them from the queue)."""
         try:
             self.write_queued()
         except StorageFullError as exc:
             if not lag_ok:
                 raise
             log.warning("kuzu read before the stored memories could be written", error=str(exc))
-        if self.strengthening_unsaved():
-            try:
-                self.flush_strengthening()
-            except StorageFullError as exc:  # access updates are best effort (strengthen)
-                log.warning("access strengthening not saved", path=str(self.path), error=str(exc))
         conn = self._conn()  # first: making one may take the lock a checkpoint holds
         try:
             with self._quiet.shared():
@@ -416,56 +414,46 @@ class KuzuBackend(
             raise self._kuzu_error(exc, f"Kùzu query failed on {self.path}") from exc
 
     def _by_offset(
-        self, pattern: str, alias: str, returns: str, step: int = OFFSET_CHUNK
+        self,
+        pattern: str,
+        alias: str,
+        returns: str,
+        step: int = OFFSET_CHUNK,
+        where: str = "",
+        params: dict[str, Any] | None = None,
     ) -> Iterator[list[list[Any]]]:
-        """Rows of ``MATCH pattern RETURN returns`` in chunks of ``step`` node offsets of
-        ``alias`` (every node once: offsets are unique, holes of deleted nodes skipped).
+        """Rows of ``MATCH pattern [WHERE where] RETURN returns`` in chunks of ``step``
+        node offsets of ``alias`` (every node once: offsets are unique, holes of deleted
+        nodes skipped), in no particular order.
 
         Kùzu materialises a whole result in its buffer pool, whose pages stay resident:
         one query over 100k engrams and their 1M links left ~650 MB there, chunks ~250.
+        Keyset pages (``ORDER BY id`` per page) took 40 s over 100k engrams.
         """
         table = pattern.split(f"({alias}:", 1)[1].split(")", 1)[0]
         top = self._q(f"MATCH ({alias}:{table}) RETURN max(offset(id({alias})))")[0][0]
         if top is None:
             return
-        where = f"offset(id({alias})) >= $lo AND offset(id({alias})) < $hi"
-        query = f"MATCH {pattern} WHERE {where} RETURN {returns}"
+        chunk = f"offset(id({alias})) >= $lo AND offset(id({alias})) < $hi"
+        condition = f"({where}) AND {chunk}" if where else chunk
+        query = f"MATCH {pattern} WHERE {condition} RETURN {returns}"
         for lo in range(0, int(top) + 1, step):
-            yield self._q(query, {"lo": lo, "hi": lo + step})
+            yield self._q(query, {**(params or {}), "lo": lo, "hi": lo + step})
 
     def _stream(self, query: str, params: dict[str, Any] | None = None) -> Iterator[list[Any]]:
         """Rows of a read query; fetched eagerly so the caller may query in between."""
         return iter(self._q(query, params))
 
     @contextmanager
-    def _write(self, meanwhile: Callable[[], None] | None = None) -> Iterator[Any]:
-        """One write transaction at a time; rolled back on any error.
-
-        With ``meanwhile``, the commit runs on the worker thread (Kùzu releases the GIL
-        while it commits, 0.4-3 s for a 10,000-memory import batch at 100k) and this
-        thread calls ``meanwhile`` to bring the caches up to date, holding the mirror's
-        lock until the commit is done: nothing is read from the mirror before it is
-        stored (a vector search may return a new id meanwhile; fetching its engram waits
-        for the lock). If the commit or ``meanwhile`` fails, the caches are reloaded
-        from the store."""
+    def _write(self) -> Iterator[Any]:
+        """One write transaction at a time, after the queued memories; rolled back on
+        any error."""
         with self._exclusive():
             self._check_room(0, "nothing was changed")
             conn = self._conn()
             with self._transaction(conn):
                 yield conn
-            if meanwhile is None:
-                self._commit(conn)
-                self._checkpoint()
-                return
-            with self.mirror.lock if self.mirror is not None else nullcontext():
-                commit = self.worker().submit(self._commit, conn)
-                try:
-                    meanwhile()
-                    commit.result()
-                except BaseException:
-                    wait([commit])  # the commit may still run if ``meanwhile`` failed
-                    self._reload_caches()
-                    raise
+            self._commit(conn)
             self._checkpoint()
 
     @staticmethod
@@ -488,12 +476,10 @@ class KuzuBackend(
             raise self._kuzu_error(exc, f"Kùzu commit failed on {self.path}") from exc
 
     def _reload_caches(self) -> None:
-        """Rebuild the cue cache, the vector cache and the mirror from the store."""
-        self.cue_cache.clear()
-        self.cues_by_key.clear()
-        self.cues_by_id.clear()
-        self._load_cue_cache()
-        self._load_engram_cache()
+        """Read the cues and engram ids from the store again (after a failed update)."""
+        self._forget_cues_and_ids()
+        self._load_cues()
+        self._load_engram_ids()
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -502,51 +488,29 @@ class KuzuBackend(
         except RuntimeError as exc:
             raise self._kuzu_error(exc, f"Kùzu write failed on {self.path}") from exc
 
-    # -- caches -------------------------------------------------------------------------
-    def label(self, memory_type: str) -> int:
-        """A small integer for a memory type (for the cache's filter mask)."""
-        return self.labels.setdefault(memory_type, len(self.labels))
+    # -- what the write path keeps in memory ----------------------------------------------
+    def _load_cues(self) -> None:
+        for rows in self._by_offset("(c:Cue)", "c", CUE_FIELDS):
+            self.remember_cues(cue_from_row(r) for r in rows)
 
-    def _load_cue_cache(self) -> None:
-        rows = self._q(f"MATCH (c:Cue) RETURN {CUE_FIELDS}")
-        cues = [cue_from_row(r) for r in rows]
-        self.remember_cues(cues)
-
-    def _load_engram_cache(self) -> None:
-        count = self._q("MATCH (e:Engram) RETURN count(e)")[0][0]
+    def _load_engram_ids(self) -> None:
+        """The ids of every engram (a few MB at 100k) and the embeddings' width."""
+        ids: set[str] = set()
+        for rows in self._by_offset("(e:Engram)", "e", "e.id", step=50_000):
+            ids.update(r[0] for r in rows)
         sample = self._q(
             "MATCH (e:Engram) WHERE e.embedding IS NOT NULL RETURN e.embedding LIMIT 1"
         )
-        dims = len(sample[0][0]) * 3 // 4 // 4 if sample else 0
-        needed_mb = count * dims * 4 / 2**20
-        if self.cache_mb <= 0 or needed_mb > self.cache_mb:
-            log.info(
-                "kuzu vector cache disabled",
-                path=str(self.path),
-                needed_mb=round(needed_mb, 1),
-                budget_mb=self.cache_mb,
-            )
-            self.engram_cache = None
-            self.mirror = None
-            return
-        cache = VectorCache(capacity=count + count // 16)  # room for some new memories
-        mirror = GraphMirror()
-        # Chunks of node offsets: keyset pages (ORDER BY id per page) cost 40 s at 100k.
-        for rows in self._by_offset("(e:Engram)", "e", ENGRAM_FIELDS):
-            engrams = [engram_from_row(r) for r in rows]
-            cache.put_many(
-                (e.id, e.embedding, self.label(e.memory_type))
-                for e in engrams
-                if e.embedding is not None
-            )
-            for e in engrams:
-                mirror.put_engram(e, self.label(e.memory_type), stored=True)
-        for rows in self._by_offset("(e:Engram)-[r:EncodedBy]->(c:Cue)", "e", LINK_FIELDS):
-            mirror.put_links((r[0], r[1], float(r[2])) for r in rows)
-        for rows in self._by_offset("(a:Engram)-[r:AssociatedWith]->(b:Engram)", "a", ASSOC_FIELDS):
-            mirror.put_associations(map(association_from_row, rows), stored=True)
-        mirror.rank_hubs()
-        self.engram_cache, self.mirror = cache, mirror
+        vector = vec_out(sample[0][0]) if sample else None
+        self.dims = None if vector is None else int(vector.shape[0])
+        self._engram_ids = ids
+
+    def _forget_cues_and_ids(self) -> None:
+        with self._cues_lock:
+            self.cue_cache.clear()
+            self.cues_by_key.clear()
+            self.cues_by_id.clear()
+        self._engram_ids = None
 
     def db_size_hint(self) -> int:
         """Size of the database file in bytes (0 when missing)."""

@@ -48,12 +48,6 @@ class CoOccursMixin(_Self):  # type: ignore[misc,valid-type]
         """How many memories wait to be folded (read at open)."""
         self._pending = int(self._q("MATCH (p:CoOccursQueue) RETURN count(p)")[0][0])
 
-    def _count_pending(self, recorded: bool) -> None:
-        """After a committed store: fold once ``FOLD_PENDING`` memories are waiting."""
-        self._pending += recorded
-        if self._pending >= FOLD_PENDING:
-            self.fold_cooccurrences()
-
     def fold_cooccurrences(self) -> int:
         """Apply every pending memory's co-occurrences to the edges; returns how many."""
         with self._write_lock:

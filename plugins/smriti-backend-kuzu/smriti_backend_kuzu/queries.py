@@ -1,18 +1,29 @@
-"""Read half of the Kùzu backend: lookups, listings, searches and streams."""
+"""Read half of the Kùzu backend: lookups, listings, searches and streams.
+
+These are the native reads: recall reaches them only while no working set answers it
+(``smriti.index``: before it is loaded, above its budget, or with
+``SMRITI_WORKING_SET=off``), so they favour a small footprint over speed. Cues are
+always answered from memory (they are kept to merge new ones on their name); vectors
+from Kùzu's HNSW index when it was built (``native_indexes``), else by an exact scan
+streamed in chunks of node offsets; text from Kùzu's full-text index when built, else
+by a ``CONTAINS`` scan ranked with BM25.
+"""
 
 from __future__ import annotations
 
+import base64
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from smriti.model import Association, CoOccurrence, Cue, Engram, Link, normalise_cue_name
-from smriti.storage import EngramStats, batched, cosine_top_k, unit
+from smriti.storage import EngramStats, cosine_top_k, unit
 from smriti_backend_kuzu.codec import (
     ASSOC_FIELDS,
     CUE_FIELDS,
+    ENGRAM_COLUMNS,
     ENGRAM_FIELDS,
     LINK_FIELDS,
     association_from_row,
@@ -28,6 +39,12 @@ else:
     _Self = object
 
 PAGE = 1000
+#: Up to this many ids are looked up one primary key at a time (0.2 ms each); more go
+#: through one ``UNWIND`` join, which scans the whole table (tens of ms at 100k).
+BY_KEY = 16
+#: Row order of ENGRAM_FIELDS, for engrams still in the write-behind queue.
+_FIELD_ORDER = tuple(f.strip().removeprefix("e.") for f in ENGRAM_FIELDS.split(","))
+assert set(_FIELD_ORDER) <= set(ENGRAM_COLUMNS)
 
 
 def _type_filter(memory_type: str | None, alias: str = "e") -> str:
@@ -49,18 +66,37 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
 
     # -- engrams --------------------------------------------------------------------------
     def get_engrams(self, ids: Sequence[str]) -> list[Engram]:
-        """The engrams with these ids; unknown ids skipped."""
-        if not ids:
+        """The engrams with these ids; unknown ids skipped (without a query)."""
+        known = self._engram_ids
+        wanted = [i for i in dict.fromkeys(ids) if known is None or i in known]
+        if not wanted:
             return []
-        mirror, cache = self.mirror, self.engram_cache
-        if mirror is not None and cache is not None:
-            found = (mirror.engram(i, cache.vector(i)) for i in dict.fromkeys(ids))
-            return [e for e in found if e is not None]
-        rows = self._q(
-            f"UNWIND $ids AS i MATCH (e:Engram {{id: i}}) RETURN {ENGRAM_FIELDS}",
-            {"ids": list(dict.fromkeys(ids))},
-        )
-        return [engram_from_row(r) for r in rows]
+        if len(wanted) <= BY_KEY:
+            one = f"MATCH (e:Engram {{id: $id}}) RETURN {ENGRAM_FIELDS}"
+            rows = [r for i in wanted for r in self._q(one, {"id": i}, lag_ok=True)]
+        else:
+            rows = self._q(
+                f"UNWIND $ids AS i MATCH (e:Engram {{id: i}}) RETURN {ENGRAM_FIELDS}",
+                {"ids": wanted},
+                lag_ok=True,
+            )
+        found = {r[0]: engram_from_row(r) for r in rows}
+        for engram in self._queued_engrams(set(wanted) - found.keys()):
+            found[engram.id] = engram
+        return list(found.values())
+
+    def _queued_engrams(self, ids: Iterable[str] | None = None) -> list[Engram]:
+        """Engrams stored but not yet in Kùzu (waiting for disk space), of ``ids`` (all
+        when None)."""
+        queued = list(self._queued)
+        if not queued:
+            return []
+        chosen = None if ids is None else set(ids)
+        return [
+            engram_from_row([m.row[f] for f in _FIELD_ORDER])
+            for m in queued
+            if chosen is None or m.row["id"] in chosen
+        ]
 
     def list_engrams(self, limit: int, memory_type: str | None = None) -> list[Engram]:
         """Most recently accessed first (ties: newest created first)."""
@@ -73,24 +109,20 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
             lag_ok=True,
         )
         found = [engram_from_row(r) for r in rows]
-        # Memories still waiting for disk space to reach Kùzu, from the mirror.
-        waiting = [m.row["id"] for m in list(self._queued)]
+        # Memories still waiting for disk space to reach Kùzu, from the queue.
+        waiting = self._queued_engrams()
         if not waiting:
             return found
         known = {e.id for e in found}
-        found += [
-            e
-            for e in self.get_engrams(waiting)
-            if e.id not in known and memory_type in (None, e.memory_type)
-        ]
+        found += [e for e in waiting if e.id not in known and memory_type in (None, e.memory_type)]
         found.sort(key=lambda e: e.id)
         found.sort(key=lambda e: (e.last_accessed_at, e.created_at), reverse=True)
         return found[:limit]
 
     def count_engrams(self) -> int:
-        """How many engrams this store holds."""
-        if self.mirror is not None:
-            return len(self.mirror.rows)
+        """How many engrams this store holds (counted in memory)."""
+        if self._engram_ids is not None:
+            return len(self._engram_ids)
         return int(self._q("MATCH (e:Engram) RETURN count(e)")[0][0])
 
     def counts(self) -> dict[str, int]:
@@ -106,28 +138,12 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
         return {name: int(self._q(q)[0][0]) for name, q in queries.items()}
 
     def engram_stats(self) -> Iterator[EngramStats]:
-        """Every engram's consolidation fields, in pages ordered by id."""
-        mirror = self.mirror
-        if mirror is not None:
-            # From the mirror: keyset pages sort the whole table once per page in Kùzu.
-            for page in batched(sorted(mirror.rows), PAGE):
-                with mirror.lock:
-                    rows = [(key, mirror.rows.get(key)) for key in page]
-                for key, row in rows:
-                    if row is not None:
-                        yield EngramStats(
-                            id=key,
-                            importance=row[3],  # type: ignore[arg-type]
-                            access_count=row[4],  # type: ignore[arg-type]
-                            last_accessed_at=row[6],  # type: ignore[arg-type]
-                            decay_factor=row[7],  # type: ignore[arg-type]
-                            cluster_id=row[10],  # type: ignore[arg-type]
-                        )
-            return
+        """Every engram's consolidation fields, in chunks of node offsets (keyset pages
+        sort the whole table once per page)."""
         fields = (
             "e.id, e.importance, e.access_count, e.last_accessed_at, e.decay_factor, e.cluster_id"
         )
-        for rows in self._pages("Engram", "e", fields):
+        for rows in self._by_offset("(e:Engram)", "e", fields):
             for r in rows:
                 yield EngramStats(
                     id=r[0],
@@ -154,25 +170,20 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
                 return
             after = rows[-1][0]
 
-    def embedding_pages(self) -> Iterator[list[tuple[str, np.ndarray, str]]]:
-        """(id, embedding, memory_type) of engrams with an embedding, a page at a time."""
-        for rows in self._pages("Engram", "e", "e.id, e.embedding, e.memory_type", 5000):
-            page = [(r[0], vec_out(r[1]), r[2]) for r in rows if r[1]]
-            yield [(k, v, t) for k, v, t in page if v is not None]
+    def embedding_pages(self) -> Iterator[list[tuple[str, np.ndarray]]]:
+        """(id, embedding) of the engrams with an embedding, a chunk at a time."""
+        where = "e.embedding IS NOT NULL"
+        for rows in self._by_offset("(e:Engram)", "e", "e.id, e.embedding", where=where):
+            page = [(r[0], vec_out(r[1])) for r in rows]
+            yield [(k, v) for k, v in page if v is not None]
 
     # -- vector and text search ----------------------------------------------------------------
     def vector_search(
         self, embedding: np.ndarray, k: int, memory_type: str | None = None
     ) -> list[tuple[str, float]]:
-        """Top-k by cosine: the cache, else the HNSW index, else an exact scan."""
+        """Top-k by cosine: the HNSW index when built, else an exact scan."""
         if k <= 0:
             return []
-        cache = self.engram_cache
-        if cache is not None:
-            label = None if memory_type is None else self.labels.get(memory_type)
-            if memory_type is not None and label is None:
-                return []
-            return cache.search(embedding, k, label)
         if self.vector_index_dims and "engram_vec" in self.index_names():
             hits = self._hnsw_search(embedding, k, memory_type)
             if hits is not None:
@@ -182,11 +193,8 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
     def vector_search_above(
         self, embedding: np.ndarray, k: int, min_score: float
     ) -> list[tuple[str, float]]:
-        """Top-k with cosine >= ``min_score``: the cache bounds its scan by the floor."""
-        cache = self.engram_cache
-        if cache is None or k <= 0:
-            return super().vector_search_above(embedding, k, min_score)
-        return cache.search(embedding, k, None, min_score)
+        """Top-k with cosine >= ``min_score``."""
+        return [(i, s) for i, s in self.vector_search(embedding, k) if s >= min_score]
 
     def _hnsw_search(
         self, embedding: np.ndarray, k: int, memory_type: str | None
@@ -208,15 +216,28 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
     def _scan_search(
         self, embedding: np.ndarray, k: int, memory_type: str | None
     ) -> list[tuple[str, float]]:
+        """Exact top-k over the stored embeddings, a chunk of node offsets at a time."""
+        query = unit(embedding)
+        width = query.shape[0] * 4
+        where = "e.embedding IS NOT NULL"
+        params: dict[str, Any] = {}
+        if memory_type is not None:
+            where += " AND e.memory_type = $t"
+            params["t"] = memory_type
         best: list[tuple[str, float]] = []
-        for page in self.embedding_pages():
-            rows = [(key, v) for key, v, t in page if memory_type in (None, t)]
-            rows = [(key, v) for key, v in rows if v.shape[0] == np.asarray(embedding).size]
-            if not rows:
+        for rows in self._by_offset(
+            "(e:Engram)", "e", "e.id, e.embedding", where=where, params=params
+        ):
+            raw = [base64.b64decode(r[1]) for r in rows]
+            keep = [i for i, b in enumerate(raw) if len(b) == width]
+            if not keep:
                 continue
-            matrix = np.stack([unit(v) for _, v in rows])
-            best += [(rows[i][0], s) for i, s in cosine_top_k(matrix, embedding, k)]
-            best = sorted(best, key=lambda x: -x[1])[:k]
+            block = b"".join(raw[i] for i in keep)
+            matrix = np.frombuffer(block, dtype="<f4").reshape(len(keep), -1).astype(np.float32)
+            norms = np.linalg.norm(matrix, axis=1)
+            matrix /= np.where(norms > 0, norms, 1.0)[:, None]
+            best += [(rows[keep[i]][0], s) for i, s in cosine_top_k(matrix, query, k)]
+            best = sorted(best, key=lambda x: (-x[1], x[0]))[:k]
         return best
 
     def text_search(
@@ -226,12 +247,6 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
         tokens = query_tokens(query)
         if k <= 0 or not tokens:
             return []
-        if self.mirror is not None:
-            label = None if memory_type is None else self.labels.get(memory_type)
-            if memory_type is not None and label is None:
-                return []
-            with self.mirror.lock:
-                return self.mirror.text.search(query, k, label)
         if "engram_fts" in self.index_names():
             return self._fts_search(tokens, k, memory_type)
         return self._scan_text(tokens, k, memory_type)
@@ -267,22 +282,22 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
 
     # -- cues and edges ---------------------------------------------------------------------
     def get_cues(self, names: Sequence[str]) -> list[Cue]:
-        """Stored cues whose normalised name is in ``names``."""
+        """Stored cues whose normalised name is in ``names``, with embeddings (from memory)."""
         keys = dict.fromkeys(normalise_cue_name(n) for n in names)
-        return [self.cues_by_key[key] for key in keys if key in self.cues_by_key]
+        by_key = self.cues_by_key
+        found = [by_key.get(key) for key in keys]
+        return [self.stored_cue(c) for c in found if c is not None]
 
     def cue_vector_search(self, embedding: np.ndarray, k: int) -> list[tuple[Cue, float]]:
         """Top-k cues by cosine, from the in-process cue cache."""
         by_id = self.cues_by_id
-        return [(by_id[i], s) for i, s in self.cue_cache.search(embedding, k) if i in by_id]
+        found = ((by_id.get(i), s) for i, s in self.cue_cache.search(embedding, k))
+        return [(c, s) for c, s in found if c is not None]
 
     def engrams_for_cues(
         self, cue_ids: Sequence[str], limit_per_cue: int
     ) -> dict[str, list[tuple[str, float]]]:
-        """Up to ``limit_per_cue`` most important engrams per cue."""
-        if self.mirror is not None:
-            n = max(0, int(limit_per_cue))
-            return {c: self.mirror.engrams_for_cue(c, n) for c in dict.fromkeys(cue_ids)}
+        """Up to ``limit_per_cue`` most important engrams per cue (by primary key)."""
         out: dict[str, list[tuple[str, float]]] = {}
         for cid in dict.fromkeys(cue_ids):
             rows = self._q(
@@ -295,8 +310,6 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
 
     def cue_degrees(self, cue_ids: Sequence[str]) -> dict[str, int]:
         """Number of engrams each cue encodes."""
-        if self.mirror is not None:
-            return {c: self.mirror.degree(c) for c in cue_ids}
         rows = self._q(
             "UNWIND $ids AS i MATCH (e:Engram)-[:EncodedBy]->(c:Cue {id: i}) RETURN c.id, count(e)",
             {"ids": list(dict.fromkeys(cue_ids))},
@@ -307,8 +320,6 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
 
     def cues_of(self, engram_ids: Sequence[str]) -> list[Link]:
         """The EncodedBy edges of these engrams."""
-        if self.mirror is not None:
-            return self.mirror.links_of(engram_ids)
         rows = self._q(
             "UNWIND $ids AS i MATCH (e:Engram {id: i})-[r:EncodedBy]->(c:Cue) "
             "RETURN e.id, c.id, r.strength",
@@ -320,8 +331,6 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
         self, engram_ids: Sequence[str], limit_per_engram: int
     ) -> list[Association]:
         """AssociatedWith edges touching these engrams, strongest per engram and direction."""
-        if self.mirror is not None:
-            return self.mirror.associations_of(engram_ids, max(0, int(limit_per_engram)))
         ids = list(dict.fromkeys(engram_ids))
         found: dict[tuple[str, str, str], Association] = {}
         for end in ("a", "b"):
@@ -359,17 +368,7 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
             yield Link(r[0], r[1], float(r[2]))
 
     def iter_associations(self) -> Iterator[Association]:
-        """Every AssociatedWith edge (from the mirror when it is on)."""
-        mirror = self.mirror
-        if mirror is not None:
-            with mirror.lock:
-                edges = [
-                    Association(a, b, strength, rel, created)
-                    for a, targets in mirror.out.items()
-                    for b, (strength, rel, created) in targets.items()
-                ]
-            yield from edges
-            return
+        """Every AssociatedWith edge."""
         rows = self._stream(
             f"MATCH (a:Engram)-[r:AssociatedWith]->(b:Engram) RETURN {ASSOC_FIELDS}"
         )
@@ -380,3 +379,36 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
         self.fold_cooccurrences()
         for r in self._stream("MATCH (a:Cue)-[r:CoOccurs]->(b:Cue) RETURN a.id, b.id, r.strength"):
             yield CoOccurrence(r[0], r[1], float(r[2]))
+
+    def working_set_streams(
+        self,
+    ) -> tuple[Iterable[Cue], Iterable[Engram], Iterable[Link], Iterable[Association]]:
+        """Cues from memory; engrams, links and associations in chunks of node offsets,
+        in no order (keyset pages, ordered by id, took 40 s over 100k engrams)."""
+        return (
+            self._kept_cues(),
+            (
+                engram_from_row(r)
+                for rows in self._by_offset("(e:Engram)", "e", ENGRAM_FIELDS)
+                for r in rows
+            ),
+            (
+                Link(r[0], r[1], float(r[2]))
+                for rows in self._by_offset("(e:Engram)-[r:EncodedBy]->(c:Cue)", "e", LINK_FIELDS)
+                for r in rows
+            ),
+            (
+                association_from_row(r)
+                for rows in self._by_offset(
+                    "(a:Engram)-[r:AssociatedWith]->(b:Engram)", "a", ASSOC_FIELDS
+                )
+                for r in rows
+            ),
+        )
+
+    def _kept_cues(self) -> Iterator[Cue]:
+        """Every cue with its embedding, from the name map and the cue cache."""
+        with self._cues_lock:
+            cues = list(self.cues_by_id.values())
+        for cue in cues:
+            yield self.stored_cue(cue)

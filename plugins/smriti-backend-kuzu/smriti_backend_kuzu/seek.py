@@ -1,8 +1,8 @@
 """The storage contract's coarse reads (``seek``, ``neighbourhood``) for Kùzu.
 
-The backend answers them from its in-process mirror and vector caches when they are
-loaded (one process owns a Kùzu store, so they are authoritative), else with Kùzu
-queries; both ways go through the finer reads of ``QueriesMixin``.
+Composed from the finer reads of ``QueriesMixin`` (Kùzu queries, cues from memory).
+They are the native path: a working set (``smriti.index``) answers recall once it is
+loaded.
 """
 
 from __future__ import annotations

@@ -1,23 +1,19 @@
 """Tokenising user text for full-text search, and the BM25 scan used below the index.
 
 User text never reaches Kùzu's FTS query parser as syntax: it is reduced to word
-tokens (letters and digits, any script) joined by spaces.
+tokens (letters and digits, any script; the core analyzer's ``tokenize``) joined by
+spaces.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Sequence
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+from smriti.index.text import tokenize
+
 MAX_QUERY_TOKENS = 32
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens of ``text`` (underscores split words too)."""
-    return _WORD.findall(text.lower().replace("_", " "))
 
 
 def query_tokens(query: str) -> list[str]:

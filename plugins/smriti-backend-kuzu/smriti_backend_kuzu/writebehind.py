@@ -1,18 +1,17 @@
 """New memories written to Kùzu after the store returns, from a durable journal.
 
-With the caches on (the mirror answers every read of engrams, cues and edges), a store
-does not wait for Kùzu. Under the backend's write lock it appends the memory's rows to
-a journal file next to the database (``memory.kuzu.journal``, one JSON line, fsynced:
-about 0.3 ms), updates the caches and returns. A background thread then writes every
-queued memory in one Kùzu transaction. The journal keeps a memory until Kùzu has
-checkpointed it into the database file (``_checkpointed``), so neither a crash nor a
-damaged Kùzu WAL can lose it. At 100k memories, the statements and the commit were
-6-7 ms of a 9-10 ms store.
+A store does not wait for Kùzu. Under the backend's write lock it appends the memory's
+rows to a journal file next to the database (``memory.kuzu.journal``, one JSON line,
+fsynced: about 0.3 ms), keeps its id and new cues in memory and returns. A background
+thread then writes every queued memory in one Kùzu transaction. The journal keeps a
+memory until Kùzu has checkpointed it into the database file (``_checkpointed``), so
+neither a crash nor a damaged Kùzu WAL can lose it. At 100k memories, the statements
+and the commit were 6-7 ms of a 9-10 ms store.
 
-Kùzu never lags behind what a caller saw: every query of the store itself (``_q``:
-listing, statistics, export, backup) and every other write (``_write``: updates,
-deletes, imports, folding co-occurrences) first writes what is queued, in order. A
-crash or kill before the background write loses nothing: the next open writes the
+Kùzu never lags behind what a caller saw: every query of the store (``_q``: every
+native read, listing, statistics, export, backup) and every other write (``_write``:
+updates, deletes, imports, folding co-occurrences) first writes what is queued, in
+order. A crash or kill before the background write loses nothing: the next open writes the
 journal's memories that Kùzu does not have, before anything else. A journal line cut
 short by a crash is a store that never returned, and is ignored. A store is
 acknowledged only once its whole line is written and fsynced; a short write or a failed
@@ -142,8 +141,8 @@ class WriteBehindMixin(_Self):  # type: ignore[misc,valid-type]
     # -- the queue ------------------------------------------------------------------------
     def _enqueue(self, memory: MemoryWrite) -> None:
         """Journal ``memory`` durably and queue it for the background write (the caller
-        holds the write lock, has set ``memory.line``, and updates the caches after this
-        returns)."""
+        holds the write lock, has set ``memory.line``, and keeps the memory's id and cues
+        after this returns)."""
         with self._queue_lock:
             try:
                 journal = self._open_journal()
@@ -311,7 +310,7 @@ class WriteBehindMixin(_Self):  # type: ignore[misc,valid-type]
     # -- open and close -------------------------------------------------------------------
     def _replay_journal(self) -> int:
         """Write the journal's memories that Kùzu lacks (after a crash); returns how
-        many. Called at open, before the caches are loaded."""
+        many. Called at open, before the cues and engram ids are loaded."""
         path = self.journal_path
         if not path.exists():
             self._replayed = True

@@ -1,10 +1,9 @@
 """Write half of the Kùzu backend: add_memory, updates, deletes, import and indexes.
 
 Every write converts and validates its input first, then runs in one transaction, and
-updates the in-process caches only after the commit, so a failure leaves neither the
-database nor the caches half-changed. A new memory, with the caches on, is the
-exception: it is journaled, then cached, then written by a background thread
-(``writebehind``).
+updates what the backend keeps in memory (the cues, the engram ids) only after the
+commit, so a failure leaves neither half-changed. A new memory is the exception: it is
+journaled, then kept, then written by a background thread (``writebehind``).
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import io
 import os
 import tempfile
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
@@ -44,7 +43,6 @@ from smriti_backend_kuzu.codec import (
     cue_params,
     engram_params,
     ts_in,
-    ts_out,
     vec_literal,
     vec_out,
 )
@@ -181,27 +179,49 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
 
     # -- cue bookkeeping --------------------------------------------------------------
     def remember_cues(self, cues: Iterable[Cue]) -> None:
-        """Add committed cues to the name map and the cue vector cache."""
-        rows = []
-        for cue in cues:
-            key = normalise_cue_name(cue.name)
-            old = self.cues_by_key.get(key)
-            if old is not None and old.id != cue.id:
-                self.cue_cache.remove([old.id])
-                self.cues_by_id.pop(old.id, None)
-            self.cues_by_key[key] = cue
-            self.cues_by_id[cue.id] = cue
-            if cue.embedding is not None:
-                rows.append((cue.id, cue.embedding, 0))
-        self.cue_cache.put_many(rows)
+        """Add committed cues to the name map and their vectors to the cue cache."""
+        with self._cues_lock:
+            rows = []
+            for cue in cues:
+                key = normalise_cue_name(cue.name)
+                old = self.cues_by_key.get(key)
+                if old is not None and old.id != cue.id:
+                    self.cue_cache.remove([old.id])
+                    self.cues_by_id.pop(old.id, None)
+                replaced = self.cues_by_id.get(cue.id)
+                if replaced is not None and normalise_cue_name(replaced.name) != key:
+                    self.cues_by_key.pop(normalise_cue_name(replaced.name), None)
+                bare = Cue(cue.id, cue.name, cue.cue_type)
+                self.cues_by_key[key] = bare
+                self.cues_by_id[cue.id] = bare
+                if cue.embedding is not None:
+                    rows.append((cue.id, cue.embedding, 0))
+                else:
+                    self.cue_cache.remove([cue.id])
+            self.cue_cache.put_many(rows)
 
     def forget_cues(self, ids: set[str]) -> None:
         """Drop deleted cues from the name map and the cue cache."""
-        for key in [k for k, c in self.cues_by_key.items() if c.id in ids]:
-            del self.cues_by_key[key]
-        for cid in ids:
-            self.cues_by_id.pop(cid, None)
-        self.cue_cache.remove(ids)
+        with self._cues_lock:
+            for cid in ids:
+                cue = self.cues_by_id.pop(cid, None)
+                if cue is not None:
+                    key = normalise_cue_name(cue.name)
+                    if self.cues_by_key.get(key) is cue:
+                        del self.cues_by_key[key]
+            self.cue_cache.remove(ids)
+
+    def stored_cue(self, cue: Cue) -> Cue:
+        """A cue of the name map with its embedding."""
+        return Cue(cue.id, cue.name, cue.cue_type, self.cue_cache.vector(cue.id))
+
+    def check_dims(self, vector: np.ndarray) -> None:
+        """Raise BackendError when ``vector`` does not match the stored embeddings' width."""
+        if self.dims is not None and vector.shape[0] != self.dims:
+            raise BackendError(
+                f"embedding has {vector.shape[0]} dimensions but this store holds "
+                f"{self.dims}-dimensional vectors; re-embed or use a new STORAGE_LOCATION"
+            )
 
     def _resolve_cues(self, cues: Sequence[Cue]) -> tuple[list[Cue], list[Cue]]:
         """(cues as stored for this memory, the new ones to create), merged by name."""
@@ -218,6 +238,8 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                     self.cue_cache.check_dims(emb)
                 existing = Cue(cue.id, cue.name, cue.cue_type, emb)
                 new.append(existing)
+            else:
+                existing = self.stored_cue(existing)
             stored[key] = existing
         return list(stored.values()), new
 
@@ -242,18 +264,14 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         cues: Sequence[Cue],
         found: Callable[[], tuple[Sequence[Association], int]],
     ) -> StoredMemory:
-        """Store ``engram`` and ``cues`` with the edges and cluster ``found()`` returns.
-
-        With the caches on, the memory is journaled and written to Kùzu in the
-        background (``writebehind``); without them, written here in one transaction.
-        """
+        """Store ``engram`` and ``cues`` with the edges and cluster ``found()`` returns:
+        journaled, then written to Kùzu in the background (``writebehind``)."""
         vector = None if engram.embedding is None else as_vector(engram.embedding)
-        if vector is not None and self.engram_cache is not None:
-            self.engram_cache.check_dims(vector)
+        if vector is not None:
+            self.check_dims(vector)
         with self._write_lock:
             stored_cues, new_cues = self._resolve_cues(cues)
-            if self.mirror is not None:
-                self._check_new_ids(engram.id, new_cues)
+            self._check_new_ids(engram.id, new_cues)
             edges, cluster = found()
             if cluster != engram.cluster_id:
                 engram = replace(engram, cluster_id=int(cluster))
@@ -265,25 +283,18 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             )
             memory.line = memory.to_line()
             self._check_store_room(len(memory.line))
-            if self.mirror is not None:
-                self._enqueue(memory)
-            else:
-                with self._errors(), self._write() as conn:
-                    self._write_memory(conn, memory)
+            self._enqueue(memory)
             self.remember_cues(new_cues)
-            if vector is not None and self.engram_cache is not None:
-                self.engram_cache.put_many([(engram.id, vector, self.label(engram.memory_type))])
-            if self.mirror is not None:
-                self.mirror.put_engram(engram, self.label(engram.memory_type))
-                self.mirror.put_links((engram.id, cid, 1.0) for cid in memory.cue_ids)
-                self.mirror.put_associations(_assoc_from_rows(memory.assoc), stored=True)
-            else:
-                self._count_pending(memory.pending)
+            if self._engram_ids is not None:
+                self._engram_ids.add(engram.id)
+            if vector is not None and self.dims is None:
+                self.dims = int(vector.shape[0])
         return StoredMemory(engram=engram, cues=stored_cues, associations=len(edges))
 
     def _check_new_ids(self, engram_id: str, new_cues: Sequence[Cue]) -> None:
         """Refuse what Kùzu would refuse in the background write: ids already taken."""
-        if self.mirror is not None and engram_id in self.mirror.rows:
+        ids = self._engram_ids
+        if ids is not None and engram_id in ids:
             raise BackendError(f"an engram with id {engram_id!r} is already stored")
         seen: set[str] = set()
         for cue in new_cues:
@@ -319,11 +330,11 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
 
     def _add_associations(self, conn: Any, source: str, rows: list[dict[str, Any]]) -> None:
         """AssociatedWith edges of a new engram to existing targets (missing ones skipped)."""
-        mirror = self.mirror
-        if mirror is not None and all(r["a"] == source for r in rows):
-            # A new engram has no edges yet, so CREATE (not MERGE); the last row per
-            # target wins; targets the mirror does not know no longer exist.
-            targets = {r["b"]: r for r in rows if r["b"] in mirror.rows or r["b"] == source}
+        known = self._engram_ids  # None while the journal is replayed at open
+        if known is not None and all(r["a"] == source for r in rows):
+            # A new engram has no edges yet, so CREATE (not MERGE), by scalar primary
+            # keys; the last row per target wins; unknown targets no longer exist.
+            targets = {r["b"]: r for r in rows if r["b"] in known or r["b"] == source}
             if targets:
                 params: dict[str, Any] = {"a": source}
                 for i, r in enumerate(targets.values()):
@@ -353,11 +364,6 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         engram by primary key; groups of ``STAGED_UPDATE`` or more (consolidation) are
         staged (COPY into a scratch table, one join); sizes in between use ``UNWIND``.
         """
-        self.write_updates(updates, to_mirror=True)
-
-    def write_updates(self, updates: Sequence[EngramUpdate], to_mirror: bool) -> None:
-        """``update_engrams``; the mirror too when ``to_mirror`` (strengthening updated
-        it before, and may have changed it again since)."""
         self._ensure_staging()
         for batch in batched(updates, STAGED_BATCH):
             groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
@@ -372,39 +378,29 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             if not groups:
                 continue
             _merge_staged(groups)
-            with self._write_lock:
-                with self._errors(), self._write() as conn:
-                    for fields, rows in groups.items():
-                        sets = ", ".join(f"e.{f} = r.{f}" for f in fields)
-                        if len(rows) <= SMALL_UPDATE and self.mirror is not None:
-                            # One MATCH of several ids: only ids known to exist, or
-                            # one unknown id would void the whole statement.
-                            known = [r for r in rows if r["id"] in self.mirror.rows]
-                            params = {
-                                f"{k}{i}": v for i, r in enumerate(known) for k, v in r.items()
-                            }
-                            if known:
-                                self._exec(conn, _update_statement(fields, len(known)), params)
-                        elif len(rows) <= SMALL_UPDATE:
-                            one = ", ".join(f"e.{f} = ${f}" for f in fields)
-                            for r in rows:
-                                self._exec(conn, f"MATCH (e:Engram {{id: $id}}) SET {one}", r)
-                        elif len(rows) >= STAGED_UPDATE and set(fields) <= set(_STAGED_TYPES):
-                            self._staged_update(conn, fields, rows)
-                        else:
-                            self._exec(
-                                conn,
-                                f"UNWIND $rows AS r MATCH (e:Engram {{id: r.id}}) SET {sets}",
-                                {"rows": rows},
-                            )
-                mirror = self.mirror if to_mirror else None
-                if mirror is not None:
-                    for rows in groups.values():
+            with self._write_lock, self._errors(), self._write() as conn:
+                for fields, rows in groups.items():
+                    sets = ", ".join(f"e.{f} = r.{f}" for f in fields)
+                    ids = self._engram_ids
+                    if len(rows) <= SMALL_UPDATE and ids is not None:
+                        # One MATCH of several ids: only ids known to exist, or
+                        # one unknown id would void the whole statement.
+                        known = [r for r in rows if r["id"] in ids]
+                        params = {f"{k}{i}": v for i, r in enumerate(known) for k, v in r.items()}
+                        if known:
+                            self._exec(conn, _update_statement(fields, len(known)), params)
+                    elif len(rows) <= SMALL_UPDATE:
+                        one = ", ".join(f"e.{f} = ${f}" for f in fields)
                         for r in rows:
-                            for f, v in r.items():
-                                if f != "id":
-                                    v = ts_out(v) if f == "last_accessed_at" else v
-                                    mirror.update(r["id"], f, v)
+                            self._exec(conn, f"MATCH (e:Engram {{id: $id}}) SET {one}", r)
+                    elif len(rows) >= STAGED_UPDATE and set(fields) <= set(_STAGED_TYPES):
+                        self._staged_update(conn, fields, rows)
+                    else:
+                        self._exec(
+                            conn,
+                            f"UNWIND $rows AS r MATCH (e:Engram {{id: r.id}}) SET {sets}",
+                            {"rows": rows},
+                        )
 
     def delete_engrams(self, ids: Sequence[str]) -> int:
         """Delete engrams with their edges; returns how many existed."""
@@ -423,10 +419,8 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                         )
                         self._unindex_vectors(conn, found)
                 deleted.extend(found)
-            if self.engram_cache is not None:
-                self.engram_cache.remove(deleted)
-            if self.mirror is not None:
-                self.mirror.remove_engrams(deleted)
+                if self._engram_ids is not None:
+                    self._engram_ids.difference_update(found)
         return len(deleted)
 
     def delete_orphan_cues(self) -> int:
@@ -443,8 +437,6 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                     conn, "UNWIND $ids AS i MATCH (c:Cue {id: i}) DETACH DELETE c", {"ids": ids}
                 )
         self.forget_cues(set(ids))
-        if self.mirror is not None:
-            self.mirror.remove_cues(ids)
         return len(ids)
 
     # -- import -------------------------------------------------------------------------
@@ -460,6 +452,12 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         self.fold_cooccurrences()  # imported strengths replace, never add to, pending ones
         erows = [engram_params(e) for e in engrams]
         vectors = [(e.id, as_vector(e.embedding)) for e in engrams if e.embedding is not None]
+        widths = {v.shape[0] for _, v in vectors} | ({self.dims} if self.dims else set())
+        if len(widths) > 1:
+            raise BackendError(
+                f"embeddings of {sorted(widths)} dimensions: a store holds vectors of one "
+                "width; re-embed or use a new STORAGE_LOCATION"
+            )
         crows = [cue_params(c) for c in cues]
         now_at = utcnow()
         now = ts_in(now_at)
@@ -471,86 +469,79 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             {"a": c.source_id, "b": c.target_id, "s": float(c.strength)} for c in cooccurrences
         ]
 
-        def publish() -> None:  # runs while Kùzu commits (see _write)
-            self._after_import(engrams, cues, vectors)
-            mirror = self.mirror
-            if mirror is not None:
-                for e in engrams:
-                    mirror.put_engram(e, self.label(e.memory_type))
-                known = set(self.cues_by_id)
-                mirror.put_links((r["e"], r["c"], r["s"]) for r in lrows if r["c"] in known)
-                # The objects as given (an aware UTC time is kept as it is): building
-                # them again from the rows took ~1.4 s for a 100k import's 300k edges.
-                mirror.put_associations(associations, undated=now_at)
-
         # The links' CSV is made on the worker while Kùzu creates the engrams (it
         # releases the GIL); used when every link is new, as when restoring.
         link_columns = ("e", "c", "s", "ts")
         link_text = self.worker().submit(csv_text, lrows, link_columns) if lrows else None
-        with self._write_lock, self._errors(), self._write(meanwhile=publish) as conn:
-            fresh_e: set[str] = set()
-            for batch in batched(erows, BATCH):
-                fresh_e |= self._upsert(conn, "Engram", batch, ENGRAM_CREATE, ENGRAM_SET)
-            fresh_c: set[str] = set()
-            for batch in batched(crows, BATCH):
-                fresh_c |= self._upsert(conn, "Cue", batch, _CUE_CREATE_ROW, _CUE_SET)
-            e_ids = {r["id"] for r in erows}
-            c_ids = {r["id"] for r in crows}
-            e_ok = self._existing(
-                conn,
-                "Engram",
-                e_ids,
-                [r["e"] for r in lrows] + [r["a"] for r in arows] + [r["b"] for r in arows],
-            )
-            c_ok = self._existing(conn, "Cue", c_ids,
-                                  [r["c"] for r in lrows] + [r["a"] for r in orows]
-                                  + [r["b"] for r in orows])  # fmt: skip
-            plan = (
-                ("EncodedBy", lrows, ("e", "c"), ("s", "ts"),
-                 lambda r: r["e"] in fresh_e, lambda r: r["e"] in e_ok and r["c"] in c_ok),
-                ("AssociatedWith", arows, ("a", "b"), ("s", "t", "ts"),
-                 lambda r: r["a"] in fresh_e or r["b"] in fresh_e,
-                 lambda r: r["a"] in e_ok and r["b"] in e_ok),
-                ("CoOccurs", orows, ("a", "b"), ("s",),
-                 lambda r: r["a"] in fresh_c or r["b"] in fresh_c,
-                 lambda r: r["a"] in c_ok and r["b"] in c_ok),
-            )  # fmt: skip
-            copies = []
-            for table, rows, ends, props, is_new, valid in plan:
-                # The last row for an edge wins, as with MERGE ... SET.
-                unique = list({(r[ends[0]], r[ends[1]]): r for r in rows if valid(r)}.values())
-                maybe = [r for r in unique if not is_new(r)]
-                # UNWIND ... MERGE of edges silently dropped a few edges of large
-                # batches in Kùzu 0.11.3; existing edges are found first and updated,
-                # every other edge is created by COPY.
-                old = self._existing_edges(conn, table, {r[ends[0]] for r in maybe})
-                rest = [r for r in maybe if (r[ends[0]], r[ends[1]]) in old]
-                copy = [r for r in unique if (r[ends[0]], r[ends[1]]) not in old]
-                copies.append((table, copy, ends + props))
-                for batch in batched(rest, BATCH):
-                    self._exec(conn, _update_edges(table), {"rows": batch})
-            if self.vector_index_dims:
-                self._unindex_vectors(conn, [key for key, _ in vectors])
-                dims = self.vector_index_dims
-                self._index_vectors(conn, [(k, v) for k, v in vectors if v.shape[0] == dims])
-            # The COPYs come last: rolling back a transaction that COPYed into a rel table
-            # loses that table's earlier edges in Kùzu 0.11.3 (README, "Known defects"),
-            # so nothing that could fail for other reasons runs after them.
-            for table, copy, columns in copies:
-                # ``copy`` keeps the order of ``rows``: as long as lrows, it is lrows.
-                whole = link_text is not None and len(copy) == len(lrows)
-                text = link_text.result() if table == "EncodedBy" and whole else None
-                self._copy_rel(conn, table, copy, columns, text)
+        with self._write_lock:
+            with self._errors(), self._write() as conn:
+                fresh_e: set[str] = set()
+                for batch in batched(erows, BATCH):
+                    fresh_e |= self._upsert(conn, "Engram", batch, ENGRAM_CREATE, ENGRAM_SET)
+                fresh_c: set[str] = set()
+                for batch in batched(crows, BATCH):
+                    fresh_c |= self._upsert(conn, "Cue", batch, _CUE_CREATE_ROW, _CUE_SET)
+                e_ids = {r["id"] for r in erows}
+                c_ids = {r["id"] for r in crows}
+                e_ok = self._existing(
+                    conn,
+                    "Engram",
+                    e_ids,
+                    [r["e"] for r in lrows] + [r["a"] for r in arows] + [r["b"] for r in arows],
+                )
+                c_ok = self._existing(conn, "Cue", c_ids,
+                                      [r["c"] for r in lrows] + [r["a"] for r in orows]
+                                      + [r["b"] for r in orows])  # fmt: skip
+                plan = (
+                    ("EncodedBy", lrows, ("e", "c"), ("s", "ts"),
+                     lambda r: r["e"] in fresh_e, lambda r: r["e"] in e_ok and r["c"] in c_ok),
+                    ("AssociatedWith", arows, ("a", "b"), ("s", "t", "ts"),
+                     lambda r: r["a"] in fresh_e or r["b"] in fresh_e,
+                     lambda r: r["a"] in e_ok and r["b"] in e_ok),
+                    ("CoOccurs", orows, ("a", "b"), ("s",),
+                     lambda r: r["a"] in fresh_c or r["b"] in fresh_c,
+                     lambda r: r["a"] in c_ok and r["b"] in c_ok),
+                )  # fmt: skip
+                copies = []
+                for table, rows, ends, props, is_new, valid in plan:
+                    # The last row for an edge wins, as with MERGE ... SET.
+                    unique = list({(r[ends[0]], r[ends[1]]): r for r in rows if valid(r)}.values())
+                    maybe = [r for r in unique if not is_new(r)]
+                    # UNWIND ... MERGE of edges silently dropped a few edges of large
+                    # batches in Kùzu 0.11.3; existing edges are found first and updated,
+                    # every other edge is created by COPY.
+                    old = self._existing_edges(conn, table, {r[ends[0]] for r in maybe})
+                    rest = [r for r in maybe if (r[ends[0]], r[ends[1]]) in old]
+                    copy = [r for r in unique if (r[ends[0]], r[ends[1]]) not in old]
+                    copies.append((table, copy, ends + props))
+                    for batch in batched(rest, BATCH):
+                        self._exec(conn, _update_edges(table), {"rows": batch})
+                if self.vector_index_dims:
+                    self._unindex_vectors(conn, [key for key, _ in vectors])
+                    dims = self.vector_index_dims
+                    self._index_vectors(conn, [(k, v) for k, v in vectors if v.shape[0] == dims])
+                # The COPYs come last: rolling back a transaction that COPYed into a rel table
+                # loses that table's earlier edges in Kùzu 0.11.3 (README, "Known defects"),
+                # so nothing that could fail for other reasons runs after them.
+                for table, copy, columns in copies:
+                    # ``copy`` keeps the order of ``rows``: as long as lrows, it is lrows.
+                    whole = link_text is not None and len(copy) == len(lrows)
+                    text = link_text.result() if table == "EncodedBy" and whole else None
+                    self._copy_rel(conn, table, copy, columns, text)
+            try:  # after the commit, under the write lock (a store merges on cue names)
+                self._after_import(engrams, cues, widths)
+            except BaseException:
+                self._reload_caches()
+                raise
 
     def _existing(self, conn: Any, table: str, known: set[str], ids: list[str]) -> set[str]:
-        """``known`` plus those of ``ids`` that exist in ``table`` (mirror first)."""
+        """``known`` plus those of ``ids`` that exist in ``table`` (from the ids kept in
+        memory: an ``UNWIND`` join scans the whole table)."""
         unknown = set(ids) - known
-        if table == "Engram" and self.mirror is not None:
-            return known | {i for i in unknown if i in self.mirror.rows}
+        if table == "Engram" and self._engram_ids is not None:
+            return known | (unknown & self._engram_ids)
         if table == "Cue":
-            cached = set(self.cues_by_id)
-            found = {i for i in unknown if i in cached}
-            return known | found
+            return known | {i for i in unknown if i in self.cues_by_id}
         if not unknown:
             return known
         rows = self._exec(
@@ -596,19 +587,14 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         self._exec(conn, f"MATCH (s:{STAGING_TABLE}) DELETE s")
 
     def _existing_edges(self, conn: Any, table: str, sources: set[str]) -> set[tuple[str, str]]:
-        """(source id, target id) of the ``table`` edges leaving ``sources``.
-
-        Links and associations come from the mirror when it is on (it holds them all);
-        CoOccurs edges are read from the store.
-        """
+        """(source id, target id) of the ``table`` edges leaving ``sources``."""
         if not sources:
             return set()
-        mirror = self.mirror
-        if mirror is not None and table in ("EncodedBy", "AssociatedWith"):
-            adjacency = mirror.e2c if table == "EncodedBy" else mirror.out
-            with mirror.lock:
-                return {(a, b) for a in sources for b in adjacency.get(a, ())}
         src, _, dst, _ = _EDGE_ENDS[table]
+        # An empty table (the edges of a restore come after its nodes) needs no search.
+        empty = f"MATCH (a:{src})-[:{table}]->(b:{dst}) RETURN 1 LIMIT 1"
+        if not self._exec(conn, empty).get_all():
+            return set()
         found: set[tuple[str, str]] = set()
         for batch in batched(sorted(sources), BATCH):
             rows = self._exec(
@@ -671,17 +657,17 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         return {r["id"] for r in fresh}
 
     def _after_import(
-        self, engrams: Sequence[Engram], cues: Sequence[Cue], vectors: list[tuple[str, Any]]
+        self, engrams: Sequence[Engram], cues: Sequence[Cue], widths: set[int]
     ) -> None:
-        stored = [Cue(c.id, c.name, c.cue_type, vec_out(cue_params(c)["embedding"])) for c in cues]
-        self.forget_cues({c.id for c in stored})
-        self.remember_cues(stored)
-        if self.engram_cache is not None:
-            types = {e.id: e.memory_type for e in engrams}
-            self.engram_cache.remove([e.id for e in engrams if e.embedding is None])
-            self.engram_cache.put_many((k, v, self.label(types[k])) for k, v in vectors)
+        """Keep the imported cues and engram ids (after the commit)."""
+        self.forget_cues({c.id for c in cues})
+        self.remember_cues(cues)
+        if self._engram_ids is not None:
+            self._engram_ids.update(e.id for e in engrams)
+        if widths and self.dims is None:
+            self.dims = next(iter(widths))
 
-    # -- vector index table (used only when the cache is off; see README) ----------------
+    # -- vector index table (only without a working set; see DESIGN.md) -------------------
     def _index_vectors(self, conn: Any, vectors: list[tuple[str, np.ndarray]]) -> None:
         if not vectors or not self.vector_index_dims:
             return
@@ -695,9 +681,10 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             )
 
     def _drop_unused_text_index(self) -> None:
-        """Drop an FTS index left by a session with the cache off: the mirror serves text
-        search now, and the index would slow every write (rebuilt if the cache is off)."""
-        if self.mirror is None or FTS_INDEX not in self.index_names():
+        """Drop an FTS index left by a session without a working set: the working set
+        serves text search now, and the index would slow every write and delete (it is
+        rebuilt by a session without one)."""
+        if self.native_indexes or FTS_INDEX not in self.index_names():
             return
         with self._exclusive(), self._errors():
             conn = self._conn()
@@ -705,20 +692,21 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                 conn.execute(f"CALL DROP_FTS_INDEX('Engram', '{FTS_INDEX}')")
                 conn.execute("CHECKPOINT")
         self._schema_epoch += 1
-        log.info("kuzu text index dropped: the mirror serves text search", path=str(self.path))
+        log.info("kuzu text index dropped: the working set serves text search", path=str(self.path))
 
     def _unindex_vectors(self, conn: Any, ids: list[str]) -> None:
         if ids and self.vector_index_dims:
             self._exec(conn, "UNWIND $ids AS i MATCH (v:EngramVec {id: i}) DELETE v", {"ids": ids})
 
     def ensure_indexes(self, dims: int, min_engrams: int) -> list[str]:
-        """Above ``min_engrams`` with the vector cache off: the full-text and HNSW indexes.
+        """Above ``min_engrams``, when no working set answers recall (``native_indexes``):
+        the full-text and HNSW indexes.
 
-        With the cache on, the mirror serves text and vector search, and neither index is
-        built: the FTS index would cost ~0.3 ms on every store and made deleting engrams
-        50x slower (5,000 at 100k: 4.8 s instead of 0.09 s; README).
+        With a working set, neither is built: an HNSW index costs 17 ms on every insert
+        (43 s to build at 10k), the FTS index ~0.3 ms on every store and made deleting
+        engrams 50x slower (5,000 at 100k: 4.8 s instead of 0.09 s; DESIGN.md).
         """
-        if self.mirror is not None or self.count_engrams() <= min_engrams:
+        if not self.native_indexes or self.count_engrams() <= min_engrams:
             return []
         created: list[str] = []
         with self._exclusive(), self._errors():
@@ -748,7 +736,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         conn.execute("MATCH (v:EngramVec) DELETE v")
         self.vector_index_dims = dims
         for page in self.embedding_pages():
-            self._index_vectors(conn, [(k, v) for k, v, _ in page if v.shape[0] == dims])
+            self._index_vectors(conn, [(k, v) for k, v in page if v.shape[0] == dims])
         with self._quiet.exclusive():  # index DDL checkpoints: see KuzuBackend._quiet
             conn.execute(
                 f"CALL CREATE_VECTOR_INDEX('EngramVec', '{VECTOR_INDEX}', 'vec', "
@@ -779,12 +767,6 @@ def _merge_staged(groups: dict[tuple[str, ...], list[dict[str, Any]]]) -> None:
         for r in groups.pop(g):  # later updates of the same engram win, field by field
             merged.setdefault(r["id"], {}).update(r)
     groups[fields] = list(merged.values())
-
-
-def _assoc_from_rows(rows: Iterable[dict[str, Any]]) -> Iterator[Association]:
-    """Associations as stored, from the parameter rows of ``_assoc_row``."""
-    for r in rows:
-        yield Association(r["a"], r["b"], r["s"], r["t"], ts_out(r["ts"]))
 
 
 def csv_text(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:

@@ -1,4 +1,5 @@
-"""The storage conformance suite against real Kùzu databases."""
+"""The storage conformance suite against real Kùzu databases: the native reads (with and
+without Kùzu's own indexes) and the working set in front of them."""
 
 from __future__ import annotations
 
@@ -7,11 +8,23 @@ from collections.abc import Callable
 import pytest
 from smriti_backend_kuzu.backend import KuzuBackend
 
+from smriti.index.indexed import IndexedBackend
 from smriti.testing import StorageBackendTests
 
 
 class TestKuzuConformance(StorageBackendTests):
-    """Default configuration: in-process vector cache, FTS index above the threshold."""
+    """As the engine opens it: behind a loaded working set (``smriti.index``)."""
+
+    @pytest.fixture
+    def backend_factory(
+        self, indexed_factory: Callable[[str], IndexedBackend]
+    ) -> Callable[[str], IndexedBackend]:
+        return indexed_factory
+
+
+class TestKuzuNativeScans(StorageBackendTests):
+    """The raw backend without Kùzu's indexes: the native path before a working set is
+    loaded or above its budget (exact vector scan, CONTAINS scan with BM25)."""
 
     @pytest.fixture
     def backend_factory(
@@ -20,11 +33,12 @@ class TestKuzuConformance(StorageBackendTests):
         return kuzu_factory
 
 
-class TestKuzuWithoutVectorCache(StorageBackendTests):
-    """Cache disabled (memory budget 0): HNSW index above the threshold, exact scan below."""
+class TestKuzuNativeIndexes(StorageBackendTests):
+    """The raw backend with ``SMRITI_WORKING_SET=off``: HNSW and full-text indexes above
+    the threshold, exact scans below."""
 
     @pytest.fixture
     def backend_factory(
         self, kuzu_factory: Callable[..., KuzuBackend]
     ) -> Callable[[str], KuzuBackend]:
-        return lambda user: kuzu_factory(user, cache_mb=0)
+        return lambda user: kuzu_factory(user, native_indexes=True)

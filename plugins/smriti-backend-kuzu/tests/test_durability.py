@@ -101,12 +101,11 @@ def test_failed_fsync_fails_the_store(tmp_path: Path, monkeypatch: pytest.Monkey
     assert _ids(path) == ["e00001"]
 
 
-@pytest.mark.parametrize("cache_mb", [2048, 0], ids=["write-behind", "cache-off"])
 def test_store_is_refused_below_the_reserve_and_reads_go_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache_mb: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "alice" / DB_FILE
-    with _opened(path, cache_mb=cache_mb) as backend:
+    with _opened(path) as backend:
         backend.add_memory(build.engram(1), [build.cue("x")], [])
         backend.count_engrams()
         monkeypatch.setattr(durability, "free_bytes", lambda _: durability.STORE_RESERVE)

@@ -58,8 +58,8 @@ def test_store_returns_before_kuzu_has_it_and_reads_see_it(kuzu_factory: Factory
     backend.add_memory(build.engram(1), [build.cue("x"), build.cue("y")], [])
     assert backend.writes_queued() == 1
     assert backend.journal_path.stat().st_size > 0
-    assert [e.id for e in backend.get_engrams(["e00001"])] == ["e00001"]  # from the mirror
-    # A query of Kùzu itself writes the queued memory first.
+    # A query of Kùzu writes the queued memory first.
+    assert [e.id for e in backend.get_engrams(["e00001"])] == ["e00001"]
     assert _kuzu_ids(backend) == ["e00001"]
     assert backend.writes_queued() == 0
     links = backend._q("MATCH (:Engram {id: 'e00001'})-[:EncodedBy]->(c:Cue) RETURN c.name")
@@ -122,7 +122,7 @@ def test_kill_before_the_background_write_loses_nothing(tmp_path: Path) -> None:
 
 def test_replayed_memories_join_an_existing_vector_index(tmp_path: Path) -> None:
     path = tmp_path / "alice" / DB_FILE
-    with _opened(path, cache_mb=0) as off:  # cache off: Kùzu's HNSW index is built
+    with _opened(path, native_indexes=True) as off:  # no working set: HNSW index built
         off.add_memory(build.engram(1), [], [])
         assert off.ensure_indexes(8, 0)
     _run_killed(
@@ -137,7 +137,7 @@ def test_replayed_memories_join_an_existing_vector_index(tmp_path: Path) -> None
         os._exit(0)
         """
     )
-    with _opened(path, cache_mb=0) as again:
+    with _opened(path, native_indexes=True) as again:
         indexed = sorted(r[0] for r in again._q("MATCH (v:EngramVec) RETURN v.id"))
         assert indexed == ["e00001", "e00002"]
 
@@ -146,7 +146,7 @@ def test_store_killed_after_dropping_the_text_index_stays_writable(tmp_path: Pat
     # Kùzu 0.11.3: a DROP_FTS_INDEX left in the WAL by a killed process made every later
     # engram write fail ("Cannot find table catalog entry"); the drop is checkpointed.
     path = tmp_path / "alice" / DB_FILE
-    with _opened(path, cache_mb=0) as off:
+    with _opened(path, native_indexes=True) as off:
         off.add_memory(build.engram(1), [], [])
         assert off.ensure_indexes(8, 0)
     _run_killed(
@@ -154,11 +154,11 @@ def test_store_killed_after_dropping_the_text_index_stays_writable(tmp_path: Pat
         import os
         from smriti_backend_kuzu.backend import KuzuBackend
         backend = KuzuBackend("alice", {str(path)!r})  # kept: no close when collected
-        backend.open()  # cache on: drops the text index
+        backend.open()  # for a working set: drops the text index
         os._exit(0)
         """
     )
-    with _opened(path, cache_mb=0) as again:
+    with _opened(path, native_indexes=True) as again:
         again.add_memory(build.engram(2), [], [])
         assert _kuzu_ids(again) == ["e00001", "e00002"]
 
