@@ -66,6 +66,8 @@ _V1 = (
     # Covering indexes for recall's "engrams of these cues, most important first".
     "CREATE INDEX link_by_cue ON link (cue_id, engram_id, strength)",
     "CREATE INDEX engram_importance ON engram (id, importance)",
+    # BM25's average length without reading every engram row (10k: 10.7 -> 1.1 ms).
+    "CREATE INDEX engram_terms ON engram (terms)",
     """CREATE TABLE association (
         source_id TEXT NOT NULL REFERENCES engram (id) ON DELETE CASCADE,
         target_id TEXT NOT NULL REFERENCES engram (id) ON DELETE CASCADE,
