@@ -77,7 +77,7 @@ INDEX_WAIT_SECONDS = 600
 # RETRY_FIRST seconds, doubling up to RETRY_CAP, each delay jittered by up to half,
 # until ``retry_seconds`` have passed.
 RETRY_FIRST, RETRY_CAP = 0.02, 1.0
-TOTAL_SECONDS = 30.0
+TOTAL_SECONDS = 5.0
 URI_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 
 
