@@ -218,7 +218,6 @@ class FalkorBackend(StorageBackend):
             props=engram_props(engram, self.user),
             embedding=vector(engram.embedding),
             cues=list(rows.values()),
-            pairs=[[a, b] for a in keys for b in keys if a != b],
             assocs=[association_row(a, now) for a in associations if a.target_id != engram.id],
             now=ts(now),
         )
@@ -287,7 +286,8 @@ class FalkorBackend(StorageBackend):
             rows = [cue_row(c) for c in batch]
             self._write(Q.IMPORT_CUES, rows=rows)
             self._write(Q.IMPORT_CUES_MERGE, rows=rows)
-        for batch in batched(links, self.write_batch):
+        unique_links = list({(lk.engram_id, lk.cue_id): lk for lk in links}.values())
+        for batch in batched(unique_links, self.write_batch):
             rows = [
                 {"engram_id": lk.engram_id, "cue_id": lk.cue_id, "strength": float(lk.strength)}
                 for lk in batch

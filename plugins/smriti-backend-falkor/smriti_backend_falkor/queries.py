@@ -53,13 +53,16 @@ SET e.cluster_id = coalesce(e.cluster_id, -1),
     e.source = coalesce(e.source, '')
 """
 
-#: Version 2: every cue carries its degree (EncodedBy edges), kept by every write of
-#: links (``indegree`` walks the edges, and FalkorDB evaluates every argument of
-#: ``coalesce`` and ``CASE``, so it cannot even be a fallback: a cue without the property
-#: has no links yet), and the engram count has its own node.
+#: Version 2: every cue's degree (its EncodedBy edges) is the ``n`` of a ``Degree``
+#: self-loop, kept by every write of links, and the engram count has its own node.
+#: ``indegree`` walks the edges (milliseconds for a hub cue), and FalkorDB evaluates
+#: every argument of ``coalesce`` and ``CASE``, so it cannot even be a fallback. The
+#: count is not a Cue property because any SET on a node of a vector-indexed label
+#: re-indexes the node (about 2 ms); an edge property costs microseconds.
 MIGRATE_V2 = f"""
 MATCH (q:Cue {{user: $user}})
-SET q.degree = indegree(q, 'EncodedBy')
+MERGE (q)-[d:Degree]->(q)
+SET d.n = indegree(q, 'EncodedBy')
 WITH count(q) AS cues
 OPTIONAL MATCH (e:Engram {{user: $user}})
 WITH count(e) AS engrams
@@ -69,7 +72,8 @@ SET m.count = engrams
 
 # -- writes -----------------------------------------------------------------------------
 # One statement, so FalkorDB applies all of it or (on any error) none of it. The guard
-# makes a retry after a dropped connection a no-op instead of a duplicate.
+# makes a retry after a dropped connection a no-op instead of a duplicate. A stored cue's
+# embedding is set only where it is missing: a SET re-indexes the node (see MIGRATE_V2).
 ADD_MEMORY = f"""
 OPTIONAL MATCH (old:Engram {{user: $user, id: $id}})
 WITH count(old) AS existing
@@ -79,19 +83,32 @@ SET e = $props, e.embedding = vecf32($embedding)
 FOREACH (_ IN [1] |
   MERGE (n:SmritiMeta {{user: $user, key: '{ENGRAM_COUNT_KEY}'}})
   SET n.count = coalesce(n.count, 0) + 1)
-FOREACH (c IN $cues |
+WITH e
+CALL {{
+  WITH e
+  UNWIND $cues AS c
   MERGE (q:Cue {{user: $user, key: c.key}})
   ON CREATE SET q.id = c.id, q.name = c.name, q.cue_type = c.cue_type,
                 q.embedding = vecf32(c.embedding)
-  ON MATCH SET q.embedding = coalesce(q.embedding, vecf32(c.embedding))
-  MERGE (e)-[l:EncodedBy]->(q)
-  ON CREATE SET l.strength = 1.0, l.created_at = $now, q.degree = coalesce(q.degree, 0) + 1)
-FOREACH (p IN $pairs |
-  MERGE (a:Cue {{user: $user, key: p[0]}})
-  MERGE (b:Cue {{user: $user, key: p[1]}})
+  FOREACH (_ IN CASE WHEN q.embedding IS NULL THEN [1] ELSE [] END |
+    SET q.embedding = vecf32(c.embedding))
+  CREATE (e)-[:EncodedBy {{strength: 1.0, created_at: $now}}]->(q)
+  MERGE (q)-[d:Degree]->(q)
+  ON CREATE SET d.n = 0
+  SET d.n = d.n + 1
+  RETURN collect(q) AS linked
+}}
+CALL {{
+  WITH linked
+  UNWIND linked AS a
+  UNWIND linked AS b
+  WITH a, b
+  WHERE a <> b
   MERGE (a)-[co:CoOccurs]->(b)
   ON CREATE SET co.strength = 1.0
-  ON MATCH SET co.strength = co.strength + 1.0)
+  ON MATCH SET co.strength = co.strength + 1.0
+  RETURN count(co) AS pairs
+}}
 WITH e
 UNWIND $assocs AS a
 MATCH (t:Engram {{user: $user, id: a.target}})
@@ -121,8 +138,9 @@ CALL {{
   UNWIND doomed AS e
   MATCH (e)-[:EncodedBy]->(q:Cue)
   WITH q, count(*) AS lost
-  SET q.degree = q.degree - lost
-  RETURN count(q) AS cues
+  MATCH (q)-[d:Degree]->(q)
+  SET d.n = d.n - lost
+  RETURN count(d) AS cues
 }}
 CALL {{
   WITH doomed
@@ -163,13 +181,17 @@ UNWIND $rows AS r
 MERGE (q:Cue {user: $user, key: r.key})
 SET q.id = r.id, q.name = r.name, q.cue_type = r.cue_type, q.embedding = vecf32(r.embedding)
 """
+#: ``$rows`` must not repeat an (engram, cue) pair (the degrees rely on it).
 IMPORT_LINKS = """
 UNWIND $rows AS r
 MATCH (e:Engram {user: $user, id: r.engram_id}), (q:Cue {user: $user, id: r.cue_id})
+OPTIONAL MATCH (e)-[old:EncodedBy]->(q)
+WITH e, q, r, CASE WHEN old IS NULL THEN 1 ELSE 0 END AS fresh
 MERGE (e)-[l:EncodedBy]->(q)
 SET l.strength = r.strength, l.created_at = coalesce(l.created_at, $now)
-WITH DISTINCT q
-SET q.degree = indegree(q, 'EncodedBy')
+MERGE (q)-[d:Degree]->(q)
+ON CREATE SET d.n = 0
+SET d.n = d.n + fresh
 """
 IMPORT_ASSOCIATIONS = """
 UNWIND $rows AS r
@@ -365,7 +387,8 @@ CALL {{
     MATCH (e)-[l:EncodedBy]->(q)
     RETURN collect([e.id, l.strength, e.importance]) AS engrams
   }}
-  RETURN collect([q.id, sim, coalesce(q.degree, 0), engrams]) AS cues
+  OPTIONAL MATCH (q)-[d:Degree]->(q)
+  RETURN collect([q.id, sim, coalesce(d.n, 0), engrams]) AS cues
 }}
 """
 SEEK_TOTAL = f"""
@@ -402,7 +425,8 @@ CALL {
   UNWIND $ids AS id
   MATCH (e:Engram {user: $user, id: id})-[l:EncodedBy]->(q:Cue)
   WITH q, collect([e.id, l.strength]) AS encoded
-  WITH q, encoded, coalesce(q.degree, 0) AS degree
+  OPTIONAL MATCH (q)-[d:Degree]->(q)
+  WITH q, encoded, coalesce(d.n, 0) AS degree
   WITH q, encoded, degree, CASE WHEN degree <= $cue_max_degree THEN q END AS small
   CALL {
     WITH small
