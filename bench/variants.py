@@ -25,6 +25,7 @@ from typing import Any
 from smriti.engine import recall as pipeline
 from smriti.engine.scoring import Weights, composite, seed_cluster
 from smriti.model import normalise_cue_name, utcnow
+from smriti.reads import Seek
 
 RULES = ("current", "sum", "noisy-or", "rrf")
 RRF_K = 60
@@ -48,11 +49,22 @@ def channels(engine: Any, text: str, limit: int, k_factor: int = 2, hops: bool =
     names = [n for n in names if n]
     vectors = engine.embed([text, *names])
     k = k_factor * limit
-    cue = pipeline.cue_hits(engine, names, vectors[1:])
-    vector = {
-        i: s for i, s in engine.backend.vector_search(vectors[0], k) if s >= pipeline.VECTOR_FLOOR
-    }
-    lexical = pipeline._normalised(engine.backend.text_search(text, k))
+    seeds = engine.backend.seek(
+        Seek(
+            k=k,
+            vector=vectors[0],
+            vector_floor=pipeline.VECTOR_FLOOR,
+            text=text,
+            cue_names=names,
+            cue_vectors=vectors[1:] if names else None,
+            cue_neighbours=pipeline.CUE_NEIGHBOURS,
+            cue_similarity=pipeline.CUE_SIMILARITY,
+            cue_fanout=pipeline.CUE_FANOUT,
+        )
+    )
+    cue = pipeline.cue_hits(seeds)
+    vector = dict(seeds.vector)
+    lexical = pipeline._normalised(seeds.text)
     found: dict[str, Any] = {}
     pipeline._merge(found, cue, "cue", 0)
     pipeline._merge(found, vector, "vector", 0)

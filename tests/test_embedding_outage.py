@@ -21,6 +21,7 @@ from mcp.client import Client
 from smriti.engine import Engine
 from smriti.errors import ProviderError
 from smriti.mcp_server import build_server
+from smriti.reads import Seek
 from smriti.testing.fake_openai import FakeOpenAI
 
 EngineFactory = Callable[..., Engine]
@@ -104,7 +105,7 @@ def test_store_fails_cleanly_and_stores_nothing(
     with pytest.raises(ProviderError, match=r"NOT stored.*Try again"):
         engine.store("Priya switched to spaces after all")
     assert engine.backend.count_engrams() == len(MEMORIES)
-    assert engine.backend.text_search("switched", 5) == []
+    assert engine.backend.seek(Seek(k=5, text="switched")).text == []
 
 
 def test_recall_is_whole_again_after_the_outage(engine: Engine, fake: FakeOpenAI) -> None:

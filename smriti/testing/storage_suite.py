@@ -423,6 +423,7 @@ class StorageBackendTests:
         assert sorted(e.id for e in backend.iter_engrams()) == ["e00001", "e00003"]
         counts = backend.counts()
         assert (counts["engrams"], counts["links"], counts["associations"]) == (2, 3, 0)
+        assert backend.seek(Seek(k=1)).total == 2
         assert edges_of(backend, ["e00001", "e00003"], 10) == []
         assert "e00002" not in [i for i, _ in vector_hits(backend, build.vec(10_002), 5)]
         assert "e00002" not in [i for i, _ in text_hits(backend, "number 2", 5)]
@@ -540,6 +541,8 @@ class StorageBackendTests:
             for k in (4, 10):
                 got = backend.vector_search_above(query, k, floor)
                 assert [i for i, _ in got] == [i for i, s in want[:k] if s >= floor]
+                sought = backend.seek(Seek(k=k, vector=query, vector_floor=floor)).vector
+                assert [i for i, _ in sought] == [i for i, _ in got]
                 assert len(got) == min(k, 6)
             assert backend.vector_search_above(query, 10, want[0][1] + 1e-3) == []
 
@@ -801,6 +804,7 @@ class StorageBackendTests:
         changed = engram.with_changes(content="replaced text", embedding=build.vec(31337))
         backend.import_records([changed], [], [], [], [])
         assert backend.count_engrams() == 1
+        assert backend.seek(Seek(k=1)).total == 1
         [got] = backend.get_engrams([engram.id])
         assert_engram_equal(got, changed)
         assert vector_hits(backend, build.vec(31337), 1)[0][0] == engram.id
