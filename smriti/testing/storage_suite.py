@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
+from smriti.errors import BackendError
 from smriti.model import Association, CoOccurrence, Cue, Engram, EngramUpdate, Link
 from smriti.reads import Expand, Neighbourhood, Seek
 from smriti.storage import StorageBackend, unit
@@ -709,6 +710,37 @@ class StorageBackendTests:
         assert all(s >= query.cue_similarity for s in found.values())
         named = backend.seek(Seek(k=1, cue_names=["cue5"], cue_vectors=rows[:1], cue_neighbours=1))
         assert {m.cue_id: m.similarity for m in named.cues}[cues[5].id] == 1.0
+
+    def test_seek_edge_cases(self, backend: StorageBackend, build: GraphBuilder) -> None:
+        tie, solo = build.cue("tie"), build.cue("solo")
+        for i in (4, 2, 3, 1):
+            self.store(backend, build.engram(i, importance=0.5, memory_type="episodic"), [tie])
+        self.store(backend, build.engram(9, memory_type="episodic"), [solo])
+        both = Seek(k=3, cue_names=["tie"], cue_vectors=np.asarray([tie.embedding]),
+                    cue_neighbours=2, cue_fanout=4)  # fmt: skip
+        matches = [m for m in backend.seek(both).cues if m.cue_id == tie.id]
+        assert len(matches) == 1 and matches[0].similarity == pytest.approx(1.0, abs=1e-4)
+        assert [e for e, _ in matches[0].engrams] == ["e00001", "e00002", "e00003", "e00004"]
+        [empty] = backend.seek(Seek(k=3, cue_names=["tie"], cue_fanout=0)).cues
+        assert (empty.degree, empty.engrams) == (4, [])
+        nobody = Seek(k=3, vector=build.vec(10_001), text="memory", memory_type="semantic")
+        found = backend.seek(nobody)
+        assert (found.vector, found.text, found.total) == ([], [], 5)
+        around = backend.neighbourhood(Expand(["e00001"], 5, 10, 0))
+        assert around.degrees == {tie.id: 4} and around.members.get(tie.id, []) == []
+
+    def test_add_memory_again_is_a_retry_or_an_error(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        engram = build.engram(1)
+        first = self.store(backend, engram, [build.cue("apple")])
+        again = self.store(backend, engram, [build.cue("apple")])
+        assert again.engram.id == first.engram.id
+        assert backend.counts()["engrams"] == 1 and backend.counts()["links"] == 1
+        with pytest.raises(BackendError):
+            self.store(backend, engram.with_changes(content="something else entirely"))
+        [kept] = backend.get_engrams([engram.id])
+        assert kept.content == engram.content
 
     def test_neighbourhood_bounds_edges_per_direction(
         self, backend: StorageBackend, build: GraphBuilder
