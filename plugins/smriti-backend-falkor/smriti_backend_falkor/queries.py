@@ -12,9 +12,20 @@ NULL`` does not filter on this FalkorDB version, so guards count instead.
 
 from __future__ import annotations
 
+#: An engram's access fields, once recall or consolidation changed them, are on its
+#: ``Usage`` self-loop ``u`` (bound with ``OPTIONAL MATCH (e)-[u:Usage]->(e)``): any SET
+#: on an Engram node re-indexes it in the vector and full-text indexes (about 2 ms per
+#: node, see MIGRATE_V2), an edge property costs microseconds.
+ACCESS_COLUMNS = (
+    "coalesce(u.access_count, e.access_count), "
+    "coalesce(u.last_accessed_at, e.last_accessed_at), coalesce(u.decay_factor, e.decay_factor)"
+)
+USAGE = "OPTIONAL MATCH (e)-[u:Usage]->(e)"
 ENGRAM_COLUMNS = (
-    "e.id, e.content, e.summary, e.memory_type, e.importance, e.access_count, "
-    "e.created_at, e.last_accessed_at, e.decay_factor, e.embedding, e.source, e.tags, "
+    "e.id, e.content, e.summary, e.memory_type, e.importance, "
+    "coalesce(u.access_count, e.access_count), e.created_at, "
+    "coalesce(u.last_accessed_at, e.last_accessed_at), coalesce(u.decay_factor, e.decay_factor), "
+    "e.embedding, e.source, e.tags, "
     "e.cluster_id"
 )
 CUE_COLUMNS = "q.id, q.name, q.cue_type, q.embedding"
@@ -120,14 +131,20 @@ CUES_OF_ENGRAM = (
     f"MATCH (e:Engram {{user: $user, id: $id}})-[:EncodedBy]->(q:Cue) RETURN {CUE_COLUMNS}"
 )
 
+#: Access fields go to the Usage self-loop; the node is written only when its cluster or
+#: importance really changes (see ENGRAM_COLUMNS).
 UPDATE_ENGRAMS = """
 UNWIND $rows AS r
 MATCH (e:Engram {user: $user, id: r.id})
-SET e.access_count = coalesce(r.access_count, e.access_count),
-    e.last_accessed_at = coalesce(r.last_accessed_at, e.last_accessed_at),
-    e.decay_factor = coalesce(r.decay_factor, e.decay_factor),
-    e.cluster_id = coalesce(r.cluster_id, e.cluster_id),
-    e.importance = coalesce(r.importance, e.importance)
+MERGE (e)-[u:Usage]->(e)
+SET u.access_count = coalesce(r.access_count, u.access_count, e.access_count),
+    u.last_accessed_at = coalesce(r.last_accessed_at, u.last_accessed_at, e.last_accessed_at),
+    u.decay_factor = coalesce(r.decay_factor, u.decay_factor, e.decay_factor)
+FOREACH (_ IN CASE WHEN coalesce(r.cluster_id, e.cluster_id) <> e.cluster_id
+                     OR coalesce(r.importance, e.importance) <> e.importance
+                   THEN [1] ELSE [] END |
+  SET e.cluster_id = coalesce(r.cluster_id, e.cluster_id),
+      e.importance = coalesce(r.importance, e.importance))
 """
 DELETE_ENGRAMS = f"""
 UNWIND $ids AS id
@@ -166,6 +183,9 @@ OPTIONAL MATCH (old:Engram {{user: $user, id: r.props.id}})
 WITH r, CASE WHEN old IS NULL THEN 1 ELSE 0 END AS fresh
 MERGE (e:Engram {{user: $user, id: r.props.id}})
 SET e = r.props, e.embedding = vecf32(r.embedding)
+WITH e, fresh
+OPTIONAL MATCH (e)-[u:Usage]->(e)
+DELETE u
 WITH sum(fresh) AS added
 MERGE (n:SmritiMeta {{user: $user, key: '{ENGRAM_COUNT_KEY}'}})
 SET n.count = coalesce(n.count, 0) + added
@@ -210,28 +230,37 @@ SET x.strength = r.strength
 GET_ENGRAMS = f"""
 UNWIND $ids AS id
 MATCH (e:Engram {{user: $user, id: id}})
+{USAGE}
 RETURN {ENGRAM_COLUMNS}
 """
 LIST_ENGRAMS = f"""
 MATCH (e:Engram {{user: $user}})
 WHERE $memory_type IS NULL OR e.memory_type = $memory_type
-RETURN {ENGRAM_COLUMNS}
-ORDER BY e.last_accessed_at DESC, e.created_at DESC, e.id DESC
+{USAGE}
+WITH e, u, coalesce(u.last_accessed_at, e.last_accessed_at) AS seen
+ORDER BY seen DESC, e.created_at DESC, e.id DESC
 LIMIT $limit
+RETURN {ENGRAM_COLUMNS}
 """
 PAGE_ENGRAMS = f"""
 MATCH (e:Engram {{user: $user}})
 WHERE e.id > $after
+WITH e
+ORDER BY e.id
+LIMIT $limit
+{USAGE}
 RETURN {ENGRAM_COLUMNS}
 ORDER BY e.id
-LIMIT $limit
 """
-PAGE_ENGRAM_STATS = """
-MATCH (e:Engram {user: $user})
+PAGE_ENGRAM_STATS = f"""
+MATCH (e:Engram {{user: $user}})
 WHERE e.id > $after
-RETURN e.id, e.importance, e.access_count, e.last_accessed_at, e.decay_factor, e.cluster_id
+WITH e
 ORDER BY e.id
 LIMIT $limit
+{USAGE}
+RETURN e.id, e.importance, {ACCESS_COLUMNS}, e.cluster_id
+ORDER BY e.id
 """
 PAGE_CUES = f"""
 MATCH (q:Cue {{user: $user}})
