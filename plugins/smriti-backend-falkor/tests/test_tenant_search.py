@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from smriti_backend_falkor.backend import FalkorBackend
 
+from smriti.model import Cue, Link
 from smriti.reads import Seek
 from smriti.storage import unit
 from smriti.testing import GraphBuilder
@@ -40,3 +41,29 @@ def test_crowded_out_user_still_gets_exact_top_k(
     assert [s for _, s in got] == pytest.approx(sorted(scores, reverse=True)[:10], abs=1e-4)
     text = bob.seek(Seek(500, text="memory")).text
     assert text and all(i in {e.id for e in bobs} for i, _ in text)
+
+
+def test_crowded_out_user_still_gets_the_nearest_cues(
+    make_backend: Callable[..., FalkorBackend],
+) -> None:
+    """The cue index is shared too: alice's 300 cues next to the query fill every fetch."""
+    query = build.vec(1)
+    alice, bob = make_backend("alice"), make_backend("bob")
+    crowd = [Cue(f"a{i}", f"a{i}", "keyword", build.near(query, i, 0.05)) for i in range(300)]
+    alice.import_records([build.engram(0)], crowd, [], [], [])
+    mine = [Cue(f"b{i}", f"b{i}", "keyword", build.near(query, 1000 + i, 0.3)) for i in range(3)]
+    bobs = [build.engram(500 + i) for i in range(5)]
+    bob.import_records(bobs, mine, [Link(e.id, c.id) for e in bobs for c in mine], [], [])
+    assert alice.ensure_indexes(DIMS, 0)
+    alice.wait_for_indexes()
+    assert bob._indexes is not None
+    bob._indexes.refresh()
+    assert bob._indexes.vector_ready("Cue", DIMS)
+    seeds = bob.seek(
+        Seek(3, cue_vectors=query[None, :], cue_neighbours=3, cue_similarity=0.5, cue_fanout=2)
+    )
+    sims = {c.id: float(unit(c.embedding) @ unit(query)) for c in mine}  # type: ignore[arg-type]
+    want = sorted((i for i, s in sims.items() if s >= 0.5), key=lambda i: -sims[i])
+    assert want and [c.cue_id for c in seeds.cues] == want
+    assert [c.similarity for c in seeds.cues] == pytest.approx([sims[i] for i in want], abs=1e-4)
+    assert all(c.degree == 5 and len(c.engrams) == 2 for c in seeds.cues)

@@ -8,7 +8,8 @@ import pytest
 from smriti_backend_falkor.backend import FalkorBackend
 
 from smriti.errors import BackendError
-from smriti.reads import Seek
+from smriti.model import Link
+from smriti.reads import Expand, Seek
 from smriti.testing import GraphBuilder
 
 build = GraphBuilder(8)
@@ -58,6 +59,7 @@ def test_old_store_is_migrated_on_open(make_backend: Callable[..., FalkorBackend
     assert (old.cluster_id, old.tags, old.source) == (-1, [], "")
     assert reopened.seek(Seek(3, text="walrus")).text[0][0] == "old1"
     assert reopened.get_meta("falkordb.schema_version") == "2"
+    assert reopened.seek(Seek(1)).total == 1  # the engram count was computed once
 
 
 def test_batched_writes_cross_batch_boundaries(
@@ -96,3 +98,21 @@ def test_edge_pages_skip_nothing_when_edges_are_deleted_meanwhile(
     backend.delete_engrams([e.id for e in doomed])
     rest = {(e.source_id, e.target_id) for e in pages}
     assert rest == {(a.id, b.id) for a, b in zip(kept, kept[1:], strict=False)}
+
+
+def test_degrees_and_engram_count_follow_every_write(
+    make_backend: Callable[..., FalkorBackend],
+) -> None:
+    """Both are kept by the writes (not counted at read time), so every write path counts."""
+    backend = make_backend("alice")
+    engrams = [build.engram(i) for i in range(6)]
+    cue = build.cue("shared")
+    links = [Link(e.id, cue.id) for e in engrams]
+    backend.import_records([*engrams, engrams[0]], [cue], links * 2, [], [])  # repeats
+    backend.import_records([engrams[1]], [], links[1:2], [], [])  # replaces, adds nothing
+    backend.add_memory(build.engram(10), [build.cue("shared")], [])
+    assert backend.delete_engrams([engrams[2].id, engrams[3].id, "missing"]) == 2
+    seeds = backend.seek(Seek(1, cue_names=["shared"]))
+    assert seeds.total == backend.count_engrams() == 5
+    assert [(c.cue_id, c.degree) for c in seeds.cues] == [(cue.id, 5)]
+    assert backend.neighbourhood(Expand([engrams[0].id], 0, 10, 0)).degrees == {cue.id: 5}
