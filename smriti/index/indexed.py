@@ -73,6 +73,9 @@ class IndexedBackend(StorageBackend):
         self.inner = inner
         self.name = inner.name  # type: ignore[misc]
         self.multi_tenant = inner.multi_tenant
+        # A class attribute of the base class, which __getattr__ would never reach: the
+        # doctor and the owner ask the chosen backend whether it needs an owner process.
+        self.single_process = inner.single_process  # type: ignore[misc]
         self.sole_writer = True
         self.budget_bytes = int(budget_mb) * 2**20
         self.background = background
