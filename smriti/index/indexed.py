@@ -30,6 +30,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ from smriti.index import snapshot
 from smriti.index.budget import BUDGET
 from smriti.index.working_set import WorkingSet
 from smriti.logs import get_logger
-from smriti.model import Association, CoOccurrence, Cue, Engram, EngramUpdate, Link
+from smriti.model import Association, CoOccurrence, Cue, Engram, EngramUpdate, Link, utcnow
 from smriti.reads import Expand, Neighbourhood, Seeds, Seek
 from smriti.storage import AssociationSearch, EngramStats, StorageBackend, StoredMemory
 
@@ -326,8 +327,8 @@ class IndexedBackend(StorageBackend):
     def add_memory(
         self, engram: Engram, cues: Sequence[Cue], associations: Sequence[Association]
     ) -> StoredMemory:
-        stored = self.inner.add_memory(engram, cues, associations)
-        edges = list(associations)
+        edges = _dated(associations)
+        stored = self.inner.add_memory(engram, cues, edges)
         self._apply(lambda ws: ws.put_memory(stored, edges))
         return stored
 
@@ -338,8 +339,8 @@ class IndexedBackend(StorageBackend):
 
         def searched() -> tuple[Sequence[Association], int]:
             edges, cluster = search()
-            found.append(edges)
-            return edges, cluster
+            found.append(_dated(edges))
+            return found[-1], cluster
 
         stored = self.inner.add_memory_with_search(engram, cues, searched)
         edges = list(found[0]) if found else []
@@ -388,8 +389,9 @@ class IndexedBackend(StorageBackend):
         cooccurrences: Sequence[CoOccurrence],
     ) -> None:
         self.flush_strengthening()
-        self.inner.import_records(engrams, cues, links, associations, cooccurrences)
-        e, c, lk, a = list(engrams), list(cues), list(links), list(associations)
+        a = _dated(associations)
+        self.inner.import_records(engrams, cues, links, a, cooccurrences)
+        e, c, lk = list(engrams), list(cues), list(links)
         self._apply(lambda ws: ws.put_records(e, c, lk, a))
 
     # -- reads ------------------------------------------------------------------------------
@@ -449,3 +451,10 @@ class IndexedBackend(StorageBackend):
 
     def iter_cooccurrences(self) -> Iterator[CoOccurrence]:
         return self._native().iter_cooccurrences()
+
+
+def _dated(edges: Sequence[Association]) -> list[Association]:
+    """``edges`` with a creation time each (now, for those without), so the backend and
+    the working set record the same one."""
+    now = utcnow()
+    return [a if a.created_at is not None else replace(a, created_at=now) for a in edges]

@@ -378,12 +378,6 @@ def test_failed_import_commit_leaves_store_and_caches_as_they_were(
     assert len(backend.engrams_for_cues([fresh.id], 10)[fresh.id]) == 3
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="IndexedBackend.import_records dates an undated edge with its own utcnow(), "
-    "after the backend dated it: the working set's time differs from the store's by "
-    "the import's duration (a core defect, smriti/index/indexed.py)",
-)
 def test_imported_undated_association_has_one_time_in_working_set_and_store(
     indexed_factory: Callable[[str], IndexedBackend], kuzu_factory: Factory
 ) -> None:
