@@ -13,6 +13,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from smriti.default_plugins.sqlite.backend import DB_FILE, SqliteBackend
+from smriti.index import snapshot
 from smriti.index.budget import Budget
 from smriti.index.indexed import IndexedBackend
 from smriti.model import Association, EngramUpdate
@@ -290,3 +291,27 @@ def test_a_snapshot_is_not_used_after_a_crash_or_a_change_behind_its_back(
         assert damaged.count_engrams() == 12
     finally:
         damaged.close()
+
+
+def test_reads_wait_for_a_loading_snapshot_instead_of_asking_the_backend(
+    tmp_path: Path, build: GraphBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend = _open(tmp_path)
+    _fill(backend, build, 12)
+    backend.close()
+    real_load = snapshot.load
+
+    def slow_load(directory: Path) -> object:
+        time.sleep(0.5)
+        return real_load(directory)
+
+    monkeypatch.setattr(snapshot, "load", slow_load)
+    asked: list[str] = []
+    again = _open(tmp_path, background=True)
+    monkeypatch.setattr(again.inner, "seek", lambda q: asked.append("seek"))
+    try:
+        assert again.state == "loading"
+        assert again.seek(Seek(k=1, text="number 7")).text[0][0] == "e00007"
+        assert asked == [] and again.state == "ready"
+    finally:
+        again.close()

@@ -5,8 +5,9 @@ The engine wraps a backend in it when the backend is the only writer of its stor
 persistence; the working set (``smriti.index.working_set``) answers recall's reads.
 
 - **Loading** happens on a background thread after ``open``, so a server answers at
-  once; until the working set is ready every read goes to the backend's own (native)
-  path. Writes made meanwhile are recorded and replayed onto the loaded set: every
+  once. A read that arrives while the working set loads from its snapshot waits for it
+  (seconds); while it loads from the store itself, reads go to the backend's own
+  (native) path. Writes made meanwhile are recorded and replayed onto the loaded set: every
   change is an absolute value or a removal, so replaying one the load already saw
   changes nothing.
 - **Writes** go to the backend first; only once it has committed are they applied to
@@ -50,6 +51,9 @@ log = get_logger(__name__)
 STRENGTHEN_DELAY = 0.2
 #: Bytes per engram assumed before loading (rows and vectors only: a lower bound).
 ROW_BYTES = 900
+#: Longest a read waits for a working set loading from its snapshot (which takes seconds
+#: where the backend's own reads of a large store can take much longer).
+SNAPSHOT_WAIT = 60.0
 
 
 class _Stopped(Exception):
@@ -87,6 +91,8 @@ class IndexedBackend(StorageBackend):
         self._pending: list[Callable[[WorkingSet], None]] | None = None
         self._loader: threading.Thread | None = None
         self._closing = threading.Event()
+        #: Set once a load from a snapshot has finished or failed (reads wait for it).
+        self._settled = threading.Event()
         self._queued: dict[str, EngramUpdate] = {}
         self._queue_lock = threading.Lock()
         self._flush_lock = threading.Lock()
@@ -200,6 +206,8 @@ class IndexedBackend(StorageBackend):
         try:
             return snapshot.load(self.snapshot_dir)
         except Exception as exc:
+            self._snapshot_valid = False
+            self._settled.set()  # readers waiting for the snapshot go to the backend
             log.warning("working set snapshot unreadable; rebuilding it from the store",
                         user=self.user, error=f"{type(exc).__name__}: {exc}")  # fmt: skip
             return None
@@ -211,6 +219,7 @@ class IndexedBackend(StorageBackend):
             if self.state not in ("cold", "failed") or self._closing.is_set():
                 return False
             self.state, self._pending = "loading", []
+            self._settled.clear()
             return True
 
     def _start_loading(self) -> None:
@@ -220,6 +229,12 @@ class IndexedBackend(StorageBackend):
         self._loader.start()
 
     def _load(self) -> None:
+        try:
+            self._load_once()
+        finally:
+            self._settled.set()
+
+    def _load_once(self) -> None:
         began = time.monotonic()
         try:
             count = self.inner.count_engrams()
@@ -272,12 +287,16 @@ class IndexedBackend(StorageBackend):
             yield item
 
     def _reader(self) -> WorkingSet | None:
-        """The working set when it is ready (else None: ask the backend)."""
+        """The working set when it is ready (else None: ask the backend). While it loads
+        from a snapshot, reads wait for it."""
         ws = self._ws
         if ws is not None:
             BUDGET.touch(self)
         elif self.state == "cold" and self.background:
             self._start_loading()  # evicted earlier: load again
+        elif self.state == "loading" and self._snapshot_valid:
+            self._settled.wait(SNAPSHOT_WAIT)
+            ws = self._ws
         return ws
 
     def _native(self) -> StorageBackend:
