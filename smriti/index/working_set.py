@@ -195,8 +195,11 @@ class WorkingSet:
         label = None if query.memory_type is None else self.labels.get(query.memory_type)
         typed_out = query.memory_type is not None and label is None  # no memory of that type
         if query.vector is not None and query.k > 0 and not typed_out:
-            floor = query.vector_floor if query.vector_floor > -1.0 else None
-            seeds.vector = self.vectors.search(query.vector, query.k, label, floor)
+            # The floor is applied after the top-k search: a low floor given to the int8
+            # pre-scan would make it re-score most rows (a high one, as the association
+            # search's, is what vector_search_above passes on).
+            hits = self.vectors.search(query.vector, query.k, label)
+            seeds.vector = [(i, s) for i, s in hits if s >= query.vector_floor]
         if query.text and query.k > 0 and not typed_out:
             with self.graph.lock:
                 seeds.text = self.graph.text.search(query.text, query.k, label)
