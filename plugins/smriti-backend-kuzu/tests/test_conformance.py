@@ -9,7 +9,7 @@ import pytest
 from smriti_backend_kuzu.backend import KuzuBackend
 
 from smriti.index.indexed import IndexedBackend
-from smriti.testing import StorageBackendTests
+from smriti.testing import RecallEqualityTests, StorageBackendTests
 
 
 class TestKuzuConformance(StorageBackendTests):
@@ -42,3 +42,24 @@ class TestKuzuNativeIndexes(StorageBackendTests):
         self, kuzu_factory: Callable[..., KuzuBackend]
     ) -> Callable[[str], KuzuBackend]:
         return lambda user: kuzu_factory(user, native_indexes=True)
+
+
+class TestKuzuRecallEquality(RecallEqualityTests):
+    """The engine recalls on Kùzu, behind its working set, what it recalls on the
+    reference backend."""
+
+    @pytest.fixture
+    def backend_factory(
+        self, indexed_factory: Callable[[str], IndexedBackend]
+    ) -> Callable[[str], IndexedBackend]:
+        return indexed_factory
+
+
+class TestKuzuNativeRecallEquality(RecallEqualityTests):
+    """The same through Kùzu's native reads (before the working set is loaded)."""
+
+    @pytest.fixture
+    def backend_factory(
+        self, kuzu_factory: Callable[..., KuzuBackend]
+    ) -> Callable[[str], KuzuBackend]:
+        return kuzu_factory
