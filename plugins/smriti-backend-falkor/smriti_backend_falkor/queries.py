@@ -12,10 +12,11 @@ NULL`` does not filter on this FalkorDB version, so guards count instead.
 
 from __future__ import annotations
 
-#: An engram's access fields, once recall or consolidation changed them, are on its
-#: ``Usage`` self-loop ``u`` (bound with ``OPTIONAL MATCH (e)-[u:Usage]->(e)``): any SET
-#: on an Engram node re-indexes it in the vector and full-text indexes (about 2 ms per
-#: node, see MIGRATE_V2), an edge property costs microseconds.
+#: An engram's access fields and cluster, once recall or consolidation changed them, are
+#: on its ``Usage`` self-loop ``u`` (bound with ``OPTIONAL MATCH (e)-[u:Usage]->(e)``):
+#: any SET on an Engram node re-indexes it in the vector and full-text indexes (about
+#: 2 ms per node, see MIGRATE_V2), an edge property costs microseconds. Importance stays
+#: on the node, where the cue statements sort by it.
 ACCESS_COLUMNS = (
     "coalesce(u.access_count, e.access_count), "
     "coalesce(u.last_accessed_at, e.last_accessed_at), coalesce(u.decay_factor, e.decay_factor)"
@@ -26,7 +27,7 @@ ENGRAM_COLUMNS = (
     "coalesce(u.access_count, e.access_count), e.created_at, "
     "coalesce(u.last_accessed_at, e.last_accessed_at), coalesce(u.decay_factor, e.decay_factor), "
     "e.embedding, e.source, e.tags, "
-    "e.cluster_id"
+    "coalesce(u.cluster_id, e.cluster_id)"
 )
 CUE_COLUMNS = "q.id, q.name, q.cue_type, q.embedding"
 
@@ -131,20 +132,19 @@ CUES_OF_ENGRAM = (
     f"MATCH (e:Engram {{user: $user, id: $id}})-[:EncodedBy]->(q:Cue) RETURN {CUE_COLUMNS}"
 )
 
-#: Access fields go to the Usage self-loop; the node is written only when its cluster or
-#: importance really changes (see ENGRAM_COLUMNS).
+#: Access fields and the cluster go to the Usage self-loop; the node is written only when
+#: its importance really changes (see ENGRAM_COLUMNS).
 UPDATE_ENGRAMS = """
 UNWIND $rows AS r
 MATCH (e:Engram {user: $user, id: r.id})
 MERGE (e)-[u:Usage]->(e)
 SET u.access_count = coalesce(r.access_count, u.access_count, e.access_count),
     u.last_accessed_at = coalesce(r.last_accessed_at, u.last_accessed_at, e.last_accessed_at),
-    u.decay_factor = coalesce(r.decay_factor, u.decay_factor, e.decay_factor)
-FOREACH (_ IN CASE WHEN coalesce(r.cluster_id, e.cluster_id) <> e.cluster_id
-                     OR coalesce(r.importance, e.importance) <> e.importance
+    u.decay_factor = coalesce(r.decay_factor, u.decay_factor, e.decay_factor),
+    u.cluster_id = coalesce(r.cluster_id, u.cluster_id, e.cluster_id)
+FOREACH (_ IN CASE WHEN coalesce(r.importance, e.importance) <> e.importance
                    THEN [1] ELSE [] END |
-  SET e.cluster_id = coalesce(r.cluster_id, e.cluster_id),
-      e.importance = coalesce(r.importance, e.importance))
+  SET e.importance = r.importance)
 """
 DELETE_ENGRAMS = f"""
 UNWIND $ids AS id
@@ -259,7 +259,7 @@ WITH e
 ORDER BY e.id
 LIMIT $limit
 {USAGE}
-RETURN e.id, e.importance, {ACCESS_COLUMNS}, e.cluster_id
+RETURN e.id, e.importance, {ACCESS_COLUMNS}, coalesce(u.cluster_id, e.cluster_id)
 ORDER BY e.id
 """
 PAGE_CUES = f"""
