@@ -14,6 +14,7 @@ import math
 import re
 from array import array
 from collections import Counter
+from typing import Any
 
 import numpy as np
 
@@ -70,6 +71,11 @@ class TextIndex:
         self.dead = 0
         self.alive = bytearray()
         self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        #: Postings restored from a snapshot, as (start, end) in two shared arrays; a
+        #: term moves to ``postings`` when a document adds to it.
+        self.frozen: dict[str, tuple[int, int]] = {}
+        self.frozen_docs = np.zeros(0, dtype=np.int32)
+        self.frozen_tfs = np.zeros(0, dtype=np.float32)
 
     def add(self, key: str, terms: Counter[str], label: int) -> None:
         self.remove(key)
@@ -83,7 +89,7 @@ class TextIndex:
         for term, tf in terms.items():
             post = self.postings.get(term)
             if post is None:
-                post = self.postings[term] = (array("i"), array("f"))
+                post = self.postings[term] = self._thawed(term)
             post[0].append(doc)
             post[1].append(float(tf))
         self.live += 1
@@ -111,8 +117,44 @@ class TextIndex:
             self.labels[doc] = label
             self._arrays = None
 
+    def _thawed(self, term: str) -> tuple[array, array]:
+        """Mutable postings of ``term``: its frozen ones copied, or none."""
+        span = self.frozen.pop(term, None)
+        if span is None:
+            return array("i"), array("f")
+        lo, hi = span
+        return (
+            array("i", self.frozen_docs[lo:hi].tobytes()),
+            array("f", self.frozen_tfs[lo:hi].tobytes()),
+        )
+
+    def posting(self, term: str) -> tuple[Any, Any] | None:
+        """(documents, term frequencies) of ``term``, or None."""
+        post = self.postings.get(term)
+        if post is not None:
+            return post
+        span = self.frozen.get(term)
+        if span is None:
+            return None
+        return self.frozen_docs[span[0] : span[1]], self.frozen_tfs[span[0] : span[1]]
+
+    def terms(self) -> list[str]:
+        """Every term with postings."""
+        return [*self.postings, *self.frozen]
+
+    def freeze(
+        self, terms: list[str], sizes: np.ndarray, docs: np.ndarray, tfs: np.ndarray
+    ) -> None:
+        """Take ``terms``' postings as consecutive runs of ``sizes`` in ``docs``/``tfs``."""
+        ends = np.cumsum(sizes).tolist()
+        starts = [0, *ends[:-1]]
+        self.frozen = dict(zip(terms, zip(starts, ends, strict=True), strict=True))
+        self.frozen_docs, self.frozen_tfs = docs, tfs
+
     def compact(self) -> None:
         """Drop dead postings and renumber documents."""
+        for term in list(self.frozen):
+            self.postings[term] = self._thawed(term)
         alive = np.frombuffer(self.alive, dtype=np.uint8).astype(bool)
         remap = np.cumsum(alive) - 1
         postings: dict[str, tuple[array, array]] = {}
@@ -155,7 +197,7 @@ class TextIndex:
         docs_parts, score_parts = [], []
         n = self.live
         for term in terms:
-            post = self.postings.get(term)
+            post = self.posting(term)
             if post is None:
                 continue
             docs = np.array(post[0], dtype=np.int32)

@@ -339,24 +339,34 @@ class VectorCache:
                     top = [(i, score) for i, score in top if score >= min_score]
             return [(self._ids[i], score) for i, score in top]
 
-    def export(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-        """(ids, unit rows, norms, labels) of every row, in row order (copies)."""
+    def export(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
+        """(ids, unit rows, norms, labels, int8 columns) of every row, in row order.
+
+        The arrays are views, valid until the cache next changes; the int8 columns
+        (codes, bias, scale, l1) are empty when there is no int8 copy.
+        """
         with self._lock:
             n = len(self._ids)
             if self.dims is None:
                 empty = np.zeros((0, 0), dtype=np.float32)
-                return [], empty, np.zeros(0, np.float32), np.zeros(0, np.int16)
-            return (
-                list(self._ids),
-                self._matrix[:n].copy(),
-                self._norms[:n].copy(),
-                self._labels[:n].copy(),
-            )
+                return [], empty, np.zeros(0, np.float32), np.zeros(0, np.int16), []
+            self._quantise_new()
+            quant = self._quant
+            columns = [] if quant is None else [
+                quant.codes[:n], quant.bias[:n], quant.scale[:n], quant.l1[:n]
+            ]  # fmt: skip
+            return list(self._ids), self._matrix[:n], self._norms[:n], self._labels[:n], columns
 
     def restore(
-        self, ids: list[str], units: np.ndarray, norms: np.ndarray, labels: np.ndarray
+        self,
+        ids: list[str],
+        units: np.ndarray,
+        norms: np.ndarray,
+        labels: np.ndarray,
+        columns: list[np.ndarray] | None = None,
     ) -> None:
-        """Fill an empty cache with ``export``'s arrays (no normalising, one quantising)."""
+        """Fill an empty cache with ``export``'s arrays; with its int8 ``columns`` (of the
+        same dimensions) nothing is quantised again."""
         n = len(ids)
         if n == 0:
             return
@@ -372,8 +382,14 @@ class VectorCache:
             self._labels[:n] = labels
             self._ids = list(ids)
             self._index = {k: i for i, k in enumerate(self._ids)}
-            if simsimd is not None:
-                self._quant = QuantisedRows(cap, dims)
+            if simsimd is None:
+                return
+            self._quant = QuantisedRows(cap, dims)
+            if columns and columns[0].shape == (n, dims):
+                for name, column in zip(("codes", "bias", "scale", "l1"), columns, strict=True):
+                    getattr(self._quant, name)[:n] = column
+                self._quantised = n
+            else:
                 self._quantised = 0
                 self._quantise_new()
 
