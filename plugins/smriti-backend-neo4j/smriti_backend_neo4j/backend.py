@@ -58,6 +58,7 @@ from smriti_backend_neo4j.records import (
     distinct_cues,
     engram_from,
     engram_props,
+    epoch_pair,
     stats_from,
     update_row,
     whole,
@@ -99,7 +100,11 @@ class Neo4jBackend(StorageBackend):
         isolation: str = "tenant",
         connect_timeout: float = 10.0,
         retry_seconds: float = 15.0,
+        vector_indexes: bool = True,
     ) -> None:
+        """``vector_indexes=False`` never creates the native vector indexes (existing
+        ones are still used): behind a working set they would only serve the reads
+        before it is loaded, and every store would pay for updating them."""
         super().__init__(user)
         if isolation not in ("tenant", "database"):
             raise BackendError(f"NEO4J_ISOLATION={isolation!r} is invalid (tenant, database)")
@@ -111,6 +116,7 @@ class Neo4jBackend(StorageBackend):
         self.database = database if isolation == "tenant" else self.database_for(user)
         self.connect_timeout = connect_timeout
         self.retry_seconds = retry_seconds
+        self.vector_indexes = vector_indexes
         self._driver: Driver | None = None
         self._vector_indexes: dict[str, _VectorIndex] = {}  # usable ones, by label
         self._lock = threading.Lock()
@@ -127,8 +133,11 @@ class Neo4jBackend(StorageBackend):
     @classmethod
     def from_settings(cls, settings: Settings, user: str) -> Neo4jBackend:
         """Build from ``NEO4J_URI``, ``NEO4J_USERNAME``, ``NEO4J_PASSWORD``,
-        ``NEO4J_DATABASE`` and ``NEO4J_ISOLATION``."""
-        return cls(
+        ``NEO4J_DATABASE`` and ``NEO4J_ISOLATION``; no vector indexes are created when
+        the engine puts a working set in front (``SMRITI_WORKING_SET=on``)."""
+        from smriti import index
+
+        backend = cls(
             user,
             uri=settings.neo4j_uri,
             username=settings.neo4j_username,
@@ -136,6 +145,8 @@ class Neo4jBackend(StorageBackend):
             database=settings.neo4j_database,
             isolation=settings.neo4j_isolation,
         )
+        backend.vector_indexes = not index.wanted(settings, backend)
+        return backend
 
     @staticmethod
     def database_for(user: str) -> str:
@@ -239,7 +250,7 @@ class Neo4jBackend(StorageBackend):
     def _migrate(self) -> None:
         version = int(self.get_meta("neo4j.schema_version") or 0)
         for step in range(version, SCHEMA_VERSION):
-            self._run(q.MIGRATIONS[step], user=self.user)
+            self._autocommit(q.MIGRATIONS[step], {"user": self.user})
             log.info("neo4j schema migrated", user=self.user, version=step + 1)
         if version != SCHEMA_VERSION:
             self.set_meta("neo4j.schema_version", str(SCHEMA_VERSION))
@@ -299,6 +310,18 @@ class Neo4jBackend(StorageBackend):
         """Run one write statement in its own transaction (retried); return its records."""
         params["user"] = self.user
         return self._transaction(lambda tx: list(tx.run(statement, params)))
+
+    def _autocommit(self, statement: str, params: dict[str, Any]) -> list[Any]:
+        """Run one write statement as an auto-commit transaction (retried): one round
+        trip, and the records are read only after the server committed it."""
+
+        def attempt(session: Session) -> list[Any]:
+            result = session.run(statement, params)
+            records = list(result)
+            result.consume()
+            return records
+
+        return self._retrying(attempt)
 
     def _transaction(self, work: Callable[[Transaction], Any]) -> Any:
         """Run ``work`` in one write transaction and commit, retried (``_retrying``)."""
@@ -360,7 +383,7 @@ class Neo4jBackend(StorageBackend):
         """Create the engram and cue vector indexes (cosine) once the user has more than
         ``min_engrams`` engrams. The full-text index exists from ``open``."""
         dims = int(dims)
-        if dims <= 0 or self.count_engrams() <= min_engrams:
+        if not self.vector_indexes or dims <= 0 or self.count_engrams() <= min_engrams:
             return []
         existing = self._refresh_vector_indexes()
         created = []
@@ -403,35 +426,31 @@ class Neo4jBackend(StorageBackend):
     def add_memory(
         self, engram: Engram, cues: Sequence[Cue], associations: Sequence[Association]
     ) -> StoredMemory:
-        """Store the engram, its cues, EncodedBy, CoOccurs and AssociatedWith edges in one
-        transaction, locking the cues (by key) and then the associated engrams (by id)
-        so that concurrent stores, recalls and forgets never deadlock."""
+        """Store the engram, its cues, EncodedBy, CoOccurs and AssociatedWith edges with
+        one statement in one transaction (``q.STORE_MEMORY``: one round trip), locking
+        the cues (by key) and then the associated engrams (by id) so that concurrent
+        stores, recalls and forgets never deadlock."""
         from neo4j.exceptions import ConstraintError
 
-        props = engram_props(engram, self.user)
         cue_rows = sorted(distinct_cues(cues, self.user), key=lambda c: c["key"])
         assoc_rows = sorted((association_row(a) for a in associations),
                             key=lambda a: (a["target"], a["relation_type"]))  # fmt: skip
-        targets = sorted({engram.id} | {a["target"] for a in assoc_rows})
-        params = {"user": self.user, "props": props, "cues": cue_rows, "now": utcnow()}
-
-        def work(tx: Transaction) -> dict[str, dict[str, Any]]:
-            stored = {r["key"]: r["cue"] for r in tx.run(q.STORE_ENGRAM_AND_CUES, params)}
-            if len(cue_rows) > 1:
-                ids = [stored[c["key"]]["id"] for c in cue_rows]
-                tx.run(q.BUMP_COOCCURS, user=self.user, ids=ids).consume()
-            if assoc_rows:
-                tx.run(q.LOCK_ENGRAMS, user=self.user, ids=targets).consume()
-                tx.run(q.MERGE_ASSOCIATIONS, user=self.user, rows=assoc_rows).consume()
-            return stored
-
+        params = {
+            "user": self.user,
+            "props": engram_props(engram, self.user),
+            "cues": cue_rows,
+            "now": epoch_pair(utcnow()),
+            "targets": sorted({a["target"] for a in assoc_rows} - {engram.id}),
+            "associations": assoc_rows,
+        }
         try:
-            by_key = self._transaction(work)
+            records = self._autocommit(q.STORE_MEMORY, params)
             self._counted(+1)
         except BackendError as exc:
             if not isinstance(exc.__cause__, ConstraintError):
                 raise
             return self._stored_already(engram, exc)
+        by_key = {key: cue for key, cue in records[0]["cues"]}
         order = [normalise_cue_name(c.name) for c in cues]
         return StoredMemory(engram=engram, cues=[cue_from(by_key[k]) for k in dict.fromkeys(order)])
 

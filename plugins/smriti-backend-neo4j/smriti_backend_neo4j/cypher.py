@@ -15,6 +15,28 @@ The two recall reads, ``seek`` and ``neighbourhood``, are assembled from fragmen
 ``reads.py``.
 """
 
+
+def at(pair: str) -> str:
+    """Cypher for the ``DATETIME`` of an [epoch seconds, microseconds] parameter
+    (``records.epoch_pair``); null stays null."""
+    return (
+        f"CASE WHEN {pair} IS NULL THEN NULL "
+        f"ELSE datetime({{epochSeconds: {pair}[0], nanosecond: {pair}[1] * 1000}}) END"
+    )
+
+
+def micros(value: str) -> str:
+    """Cypher for a ``DATETIME`` as microseconds since the epoch (what reads return)."""
+    return f"{value}.epochSeconds * 1000000 + {value}.microsecond"
+
+
+def times(node: str, props: str) -> str:
+    """SET items storing an engram's timestamps, sent as [seconds, microseconds] in the
+    map ``props``, as ``DATETIME`` (after ``SET node = props``)."""
+    keys = ("created_at", "last_accessed_at")
+    return ", ".join(f"{node}.{k} = {at(props + '.' + k)}" for k in keys)
+
+
 ENGRAM_VECTOR_INDEX = "smriti_engram_embedding"
 CUE_VECTOR_INDEX = "smriti_cue_embedding"
 ENGRAM_TEXT_INDEX = "smriti_engram_text"
@@ -30,15 +52,34 @@ SCHEMA = (
     "CREATE INDEX smriti_cue_user IF NOT EXISTS FOR (c:Cue) ON (c.user)",
     f"CREATE FULLTEXT INDEX {ENGRAM_TEXT_INDEX} IF NOT EXISTS "
     "FOR (e:Engram) ON EACH [e.content, e.summary, e.tags_text]",
+    # A CoOccurs edge is found by its key, not by walking the edges of two hub cues
+    # (MERGE between two bound hubs read every CoOccurs edge of the smaller one).
+    "CREATE CONSTRAINT smriti_cooccurs_pair IF NOT EXISTS FOR ()-[r:CoOccurs]-() "
+    "REQUIRE (r.user, r.source, r.target) IS UNIQUE",
+    # A cue's most important engrams are the first entries of this index: EncodedBy
+    # edges carry their cue's id, rank = -importance and the engram's id, so a hub cue's
+    # top N is read in order without touching its other members.
+    "CREATE INDEX smriti_encoded_rank IF NOT EXISTS FOR ()-[r:EncodedBy]-() "
+    "ON (r.user, r.cue, r.rank, r.eid)",
 )
 AWAIT_INDEXES = "CALL db.awaitIndexes($seconds)"
 
 # Per-user data migrations, in order; version n is reached by running MIGRATIONS[n-1].
+# Each is an auto-commit statement (``IN TRANSACTIONS`` keeps a large store's migration
+# out of one huge transaction).
 MIGRATIONS = (
     # v1: databases written before cluster ids and the tags text field existed.
     "MATCH (e:Engram {user: $user}) WHERE e.cluster_id IS NULL OR e.tags_text IS NULL "
     "SET e.cluster_id = coalesce(e.cluster_id, -1), "
     "e.tags_text = reduce(s = '', t IN coalesce(e.tags, []) | s + ' ' + t)",
+    # v2: the keys of EncodedBy (rank index) and CoOccurs (pair constraint) edges.
+    "MATCH (e:Engram {user: $user}) CALL (e) { "
+    "MATCH (e)-[x:EncodedBy]->(c:Cue) "
+    "SET x.user = e.user, x.cue = c.id, x.rank = -e.importance, x.eid = e.id "
+    "} IN TRANSACTIONS OF 1000 ROWS",
+    "MATCH (a:Cue {user: $user}) CALL (a) { "
+    "MATCH (a)-[x:CoOccurs]->(b:Cue) SET x.user = a.user, x.source = a.id, x.target = b.id "
+    "} IN TRANSACTIONS OF 1000 ROWS",
 )
 
 # Vector indexes are found by what they cover, not by name: one made by another tool (or
@@ -79,18 +120,48 @@ SET_META = "MERGE (m:SmritiMeta {user: $user, key: $key}) SET m.value = $value"
 # APOC): it sets and removes a property, leaving the node as it was.
 LOCK = "SET {0}.smriti_lock = true REMOVE {0}.smriti_lock"
 
-# The new engram, then its cues merged and locked in key order ($cues is sorted), each
-# with its EncodedBy edge (the engram is new, so CREATE is exact and needs no search).
-STORE_ENGRAM_AND_CUES = f"""
-CREATE (e:Engram) SET e = $props
+# One memory in one statement. The new engram first (no one else can see it), then its
+# cues merged and locked in key order ($cues is sorted), each with its EncodedBy edge
+# (the engram is new, so CREATE is exact); then every ordered pair of those cues, found
+# by the pair key; then the associated engrams that still exist, locked in id order
+# ($targets is sorted), and the AssociatedWith edges to them.
+STORE_MEMORY = f"""
+CREATE (e:Engram) SET e = $props, {times("e", "$props")}
 WITH e
-UNWIND $cues AS c
-MERGE (k:Cue {{user: $user, key: c.key}})
-  ON CREATE SET k = c
-{LOCK.format("k")}
-CREATE (e)-[:EncodedBy {{strength: 1.0, created_at: $now}}]->(k)
-RETURN c.key AS key, k {{.id, .name, .cue_type, .embedding_f32,
-  embedding: CASE WHEN k.embedding_f32 IS NULL THEN k.embedding END}} AS cue
+CALL (e) {{
+  UNWIND $cues AS c
+  MERGE (k:Cue {{user: $user, key: c.key}})
+    ON CREATE SET k = c
+  {LOCK.format("k")}
+  CREATE (e)-[:EncodedBy {{strength: 1.0, created_at: {at("$now")}, user: $user, cue: k.id,
+                          rank: -e.importance, eid: e.id}}]->(k)
+  RETURN collect(k) AS ks,
+         collect([c.key, k {{.id, .name, .cue_type, .embedding_f32,
+           embedding: CASE WHEN k.embedding_f32 IS NULL THEN k.embedding END}}]) AS cues
+}}
+CALL (ks) {{
+  UNWIND ks AS a
+  UNWIND ks AS b
+  WITH a, b WHERE a <> b
+  MERGE (a)-[r:CoOccurs {{user: $user, source: a.id, target: b.id}}]->(b)
+    ON CREATE SET r.strength = 1.0
+    ON MATCH SET r.strength = r.strength + 1.0
+  RETURN count(*) AS pairs
+}}
+CALL (e) {{
+  UNWIND $targets AS id
+  MATCH (t:Engram {{user: $user, id: id}})
+  {LOCK.format("t")}
+  RETURN count(*) AS locked
+}}
+CALL (e) {{
+  UNWIND $associations AS a
+  MATCH (t:Engram {{user: $user, id: a.target}})
+  MERGE (e)-[r:AssociatedWith {{relation_type: a.relation_type}}]->(t)
+  SET r.strength = a.strength, r.created_at = {at("a.created_at")}
+  RETURN count(*) AS associated
+}}
+RETURN cues
 """
 ENGRAM_CONTENT = "MATCH (e:Engram {user: $user, id: $id}) RETURN e.content AS content"
 STORED_CUES = """
@@ -99,41 +170,25 @@ RETURN k {.id, .name, .cue_type, .embedding_f32,
   embedding: CASE WHEN k.embedding_f32 IS NULL THEN k.embedding END} AS cue
 ORDER BY k.key
 """
-# $ids sorted by cue key: every ordered pair of these cues, in that order (this
-# transaction already holds all of them), found with one index seek per cue.
-BUMP_COOCCURS = """
-UNWIND $ids AS id
-MATCH (k:Cue {user: $user, id: id})
-WITH collect(k) AS cues
-UNWIND cues AS a
-UNWIND cues AS b
-WITH a, b WHERE a <> b
-MERGE (a)-[r:CoOccurs]->(b)
-  ON CREATE SET r.strength = 1.0
-  ON MATCH SET r.strength = r.strength + 1.0
-"""
-# $ids sorted: lock those of these engrams that exist, in id order.
-LOCK_ENGRAMS = f"""
-UNWIND $ids AS id
-MATCH (e:Engram {{user: $user, id: id}})
-{LOCK.format("e")}
-"""
-MERGE_ASSOCIATIONS = """
+MERGE_ASSOCIATIONS = f"""
 UNWIND $rows AS a
-MATCH (s:Engram {user: $user, id: a.source})
-MATCH (t:Engram {user: $user, id: a.target})
-MERGE (s)-[r:AssociatedWith {relation_type: a.relation_type}]->(t)
-SET r.strength = a.strength, r.created_at = a.created_at
+MATCH (s:Engram {{user: $user, id: a.source}})
+MATCH (t:Engram {{user: $user, id: a.target}})
+MERGE (s)-[r:AssociatedWith {{relation_type: a.relation_type}}]->(t)
+SET r.strength = a.strength, r.created_at = {at("a.created_at")}
 """
 # $rows sorted by id, so the engrams are locked in id order.
-UPDATE_ENGRAMS = """
+UPDATE_ENGRAMS = f"""
 UNWIND $rows AS r
-MATCH (e:Engram {user: $user, id: r.id})
+MATCH (e:Engram {{user: $user, id: r.id}})
 SET e.access_count = coalesce(r.access_count, e.access_count),
-    e.last_accessed_at = coalesce(r.last_accessed_at, e.last_accessed_at),
+    e.last_accessed_at = coalesce({at("r.last_accessed_at")}, e.last_accessed_at),
     e.decay_factor = coalesce(r.decay_factor, e.decay_factor),
     e.cluster_id = coalesce(r.cluster_id, e.cluster_id),
     e.importance = coalesce(r.importance, e.importance)
+WITH e, r WHERE r.importance IS NOT NULL
+MATCH (e)-[x:EncodedBy]->()
+SET x.rank = -e.importance
 """
 # Deleting an engram removes edges at its cues and at its associated engrams: lock
 # those first, cues by key, then engrams (these and their neighbours) by id.
@@ -181,10 +236,14 @@ WHERE NOT EXISTS { (c)<-[:EncodedBy]-(:Engram) }
 DETACH DELETE c
 RETURN count(*) AS deleted
 """
-IMPORT_ENGRAMS = """
+# A replaced engram's edges keep their keys; their rank follows its new importance.
+IMPORT_ENGRAMS = f"""
 UNWIND $rows AS p
-MERGE (e:Engram {user: $user, id: p.id})
-SET e = p
+MERGE (e:Engram {{user: $user, id: p.id}})
+SET e = p, {times("e", "p")}
+WITH e
+MATCH (e)-[x:EncodedBy]->()
+SET x.rank = -e.importance
 """
 IMPORT_CUES = """
 UNWIND $rows AS p
@@ -196,13 +255,13 @@ UNWIND $rows AS r
 MATCH (e:Engram {user: $user, id: r.engram})
 MATCH (c:Cue {user: $user, id: r.cue})
 MERGE (e)-[x:EncodedBy]->(c)
-SET x.strength = r.strength
+SET x.strength = r.strength, x.user = $user, x.cue = c.id, x.rank = -e.importance, x.eid = e.id
 """
 IMPORT_COOCCURS = """
 UNWIND $rows AS r
 MATCH (a:Cue {user: $user, id: r.source})
 MATCH (b:Cue {user: $user, id: r.target})
-MERGE (a)-[x:CoOccurs]->(b)
+MERGE (a)-[x:CoOccurs {user: $user, source: r.source, target: r.target}]->(b)
 SET x.strength = r.strength
 """
 
@@ -280,7 +339,8 @@ UNWIND nodes AS e
 OPTIONAL MATCH (e)-[r:AssociatedWith]->(t:Engram)
 RETURN last(nodes).id AS last, size(nodes) AS seen,
        collect(CASE WHEN t IS NULL THEN NULL
-               ELSE [e.id, t.id, r.strength, r.relation_type, r.created_at] END) AS rows
+               ELSE [e.id, t.id, r.strength, r.relation_type,
+                     r.created_at.epochSeconds * 1000000 + r.created_at.microsecond] END) AS rows
 """
 COOCCURS_PAGE = """
 MATCH (c:Cue {user: $user})

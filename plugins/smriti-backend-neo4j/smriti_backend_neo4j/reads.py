@@ -28,10 +28,13 @@ import numpy as np
 
 from smriti.model import Association, Link
 from smriti.reads import CueMatch, Expand, Neighbourhood, Seeds, Seek
+from smriti.storage import cosine_top_k
 from smriti_backend_neo4j.cypher import ENGRAM_TEXT_INDEX
-from smriti_backend_neo4j.records import association_from, lucene_query, vector_param
+from smriti_backend_neo4j.records import association_from, lucene_query, vector_from, vector_param
 
 OVERFETCH, MIN_FETCH, MAX_FETCH = 4, 64, 4096
+#: Vector candidates returned beyond ``k``, rescored here (see ``rescored``).
+RESCORE_MARGIN = 8
 
 _MINE = "node.user = $user AND ($memory_type IS NULL OR node.memory_type = $memory_type)"
 
@@ -41,8 +44,9 @@ VECTOR_STAGE_1 = f"""
 CALL () {{
   CALL db.index.vector.queryNodes($engram_index, $fetch, $vector) YIELD node, score
   WITH count(*) AS raw, min(score) AS lowest, collect(CASE WHEN {_MINE} THEN node END) AS nodes
-  WITH raw, lowest, [n IN nodes | [n.id, vector.similarity.cosine(n.embedding, $vector)]] AS hits
-  RETURN hits AS v1, size(hits) >= $k OR raw < $fetch OR lowest < $vector_floor AS v1_done
+  WITH raw, lowest, nodes,
+       [n IN nodes[0..$k_fetch] | [n.id, coalesce(n.embedding_f32, n.embedding)]] AS hits
+  RETURN hits AS v1, size(nodes) >= $k OR raw < $fetch OR lowest < $vector_floor AS v1_done
 }}
 """
 VECTOR_STAGE_2 = f"""
@@ -50,8 +54,9 @@ CALL (v1_done) {{
   WITH v1_done WHERE NOT v1_done
   CALL db.index.vector.queryNodes($engram_index, $fetch_max, $vector) YIELD node, score
   WITH count(*) AS raw, min(score) AS lowest, collect(CASE WHEN {_MINE} THEN node END) AS nodes
-  WITH raw, lowest, [n IN nodes | [n.id, vector.similarity.cosine(n.embedding, $vector)]] AS hits
-  RETURN hits AS v2, size(hits) >= $k OR raw < $fetch_max OR lowest < $vector_floor AS v2_done
+  WITH raw, lowest, nodes,
+       [n IN nodes[0..$k_fetch] | [n.id, coalesce(n.embedding_f32, n.embedding)]] AS hits
+  RETURN hits AS v2, size(nodes) >= $k OR raw < $fetch_max OR lowest < $vector_floor AS v2_done
 }}
 """
 # The exact scans seek the user's nodes through ``owner``: a guard written as a WHERE
@@ -61,8 +66,8 @@ _VECTOR_EXACT_BODY = """
   WHERE e.embedding IS NOT NULL AND ($memory_type IS NULL OR e.memory_type = $memory_type)
   WITH e, vector.similarity.cosine(e.embedding, $vector) AS score
   WHERE score >= $vector_floor
-  WITH e, score ORDER BY score DESC, e.id LIMIT $k
-  RETURN collect([e.id, score]) AS v3
+  WITH e, score ORDER BY score DESC, e.id LIMIT $k_fetch
+  RETURN collect([e.id, coalesce(e.embedding_f32, e.embedding)]) AS v3
 """
 VECTOR_EXACT_FALLBACK = f"""
 CALL (v1_done, v2_done) {{
@@ -134,17 +139,22 @@ CUE_BY_VECTOR_INDEX = f"""
       WITH v, owner{_CUE_EXACT_BODY}    }}
     RETURN c, sim
 """
+# A cue's most important engrams (ties by id): the first entries of the EncodedBy rank
+# index for the cue (rank = -importance), so a hub cue costs its N entries, not a read
+# of every member. Only the user's engrams have EncodedBy edges to the user's cues.
+MEMBERS = """
+    MATCH ()-[r:EncodedBy]->()
+    WHERE r.user = $user AND r.cue = {cue} AND r.rank IS NOT NULL AND r.eid IS NOT NULL
+    WITH r ORDER BY r.user, r.cue, r.rank, r.eid LIMIT {limit}
+    RETURN collect([r.eid, r.strength]) AS {name}
+"""
 # The best similarity per matched cue, its degree (from the degree store: only engrams
 # have EncodedBy edges) and its most important engrams.
 CUES = """
 CALL () {{
   CALL () {{{branches}  }}
   WITH c, max(sim) AS sim
-  CALL (c) {{
-    MATCH (c)<-[r:EncodedBy]-(e:Engram {{user: $user}})
-    WITH e, r ORDER BY e.importance DESC, e.id LIMIT $cue_fanout
-    RETURN collect([e.id, r.strength]) AS engrams
-  }}
+  CALL (c) {{{members}  }}
   RETURN collect([c.id, sim, COUNT {{ (c)<-[:EncodedBy]-() }}, engrams]) AS cues
 }}
 """
@@ -173,6 +183,7 @@ def seek_statement(
     if k > 0 and query.vector is not None:
         params["vector"] = vector_param(query.vector)
         params["vector_floor"] = _normalised(query.vector_floor)
+        params["k_fetch"] = k + RESCORE_MARGIN
         if engram_index is not None:
             params.update(engram_index=engram_index, fetch=_fetch(k), fetch_max=MAX_FETCH)
             parts += [VECTOR_STAGE_1, VECTOR_STAGE_2, VECTOR_EXACT_FALLBACK]
@@ -186,7 +197,8 @@ def seek_statement(
         columns.append("text")
     branches = _cue_branches(query, cue_index, params)
     if branches:
-        parts.append(CUES.format(branches="\n    UNION ALL\n".join(branches)))
+        members = MEMBERS.format(cue="c.id", limit="$cue_fanout", name="engrams")
+        parts.append(CUES.format(branches="\n    UNION ALL\n".join(branches), members=members))
         columns.append("cues")
     if total:
         parts.append(TOTAL)
@@ -242,13 +254,33 @@ def cosine(normalised_score: float) -> float:
     return min(1.0, 2.0 * float(normalised_score) - 1.0)
 
 
+def rescored(rows: Sequence[Sequence[Any]], vector: Any) -> list[tuple[str, float]]:
+    """(id, cosine) of the vector candidates ``rows`` ([id, embedding bytes or list]),
+    best first, ties by id.
+
+    Neo4j orders the candidates by its own float arithmetic; the scores returned are
+    computed here, as ``smriti.storage.cosine_top_k`` computes them over unit float32
+    rows, so that memories whose similarity differs only in the last bits rank as they
+    do on every other backend (the statement returns ``RESCORE_MARGIN`` more than ``k``
+    for that)."""
+    found = [(i, vector_from({"embedding_f32": v} if isinstance(v, bytes) else {"embedding": v}))
+             for i, v in rows if i is not None and v is not None]  # fmt: skip
+    found = [(i, v) for i, v in found if v is not None and v.size == np.asarray(vector).size]
+    if not found:
+        return []
+    matrix = np.stack([v for _, v in found]).astype(np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    matrix /= np.where(norms > 0, norms, 1.0)
+    hits = [(found[row][0], score) for row, score in cosine_top_k(matrix, vector, len(found))]
+    return sorted(hits, key=lambda h: (-h[1], h[0]))
+
+
 def seeds_from(record: Any, query: Seek) -> Seeds:
     """The ``Seeds`` in one record of a ``seek_statement``."""
     seeds = Seeds(total=int(record.get("total") or 0))
     k = int(query.k)
-    rows = [(i, s) for i, s in record.get("vector") or () if i is not None and s is not None]
-    hits = [(i, cosine(s)) for i, s in rows if cosine(s) >= query.vector_floor]
-    seeds.vector = sorted(hits, key=lambda h: (-h[1], h[0]))[:k]
+    hits = rescored(record.get("vector") or (), query.vector)
+    seeds.vector = [h for h in hits if h[1] >= query.vector_floor][:k]
     text = [(i, float(s)) for i, s in record.get("text") or () if i is not None and s]
     seeds.text = sorted(text, key=lambda h: -h[1])[:k]
     for cue_id, sim, degree, engrams in record.get("cues") or ():
@@ -265,12 +297,14 @@ NEIGHBOURHOOD_EDGES = """
 CALL (e) {
   MATCH (e)-[r:AssociatedWith]->(o:Engram)
   WITH o, r ORDER BY r.strength DESC, o.id LIMIT $edges
-  RETURN collect([e.id, o.id, r.strength, r.relation_type, r.created_at]) AS outgoing
+  RETURN collect([e.id, o.id, r.strength, r.relation_type,
+    r.created_at.epochSeconds * 1000000 + r.created_at.microsecond]) AS outgoing
 }
 CALL (e) {
   MATCH (e)<-[r:AssociatedWith]-(o:Engram)
   WITH o, r ORDER BY r.strength DESC, o.id LIMIT $edges
-  RETURN collect([o.id, e.id, r.strength, r.relation_type, r.created_at]) AS incoming
+  RETURN collect([o.id, e.id, r.strength, r.relation_type,
+    r.created_at.epochSeconds * 1000000 + r.created_at.microsecond]) AS incoming
 }
 """
 NO_EDGES = "WITH e, [] AS outgoing, [] AS incoming\n"
@@ -288,11 +322,7 @@ CALL (cues) {{
   WITH DISTINCT c
   WITH c, COUNT {{ (c)<-[:EncodedBy]-() }} AS degree
   CALL (c, degree) {{
-    WITH c WHERE degree <= $cue_max_degree
-    MATCH (c)<-[r:EncodedBy]-(m:Engram {{user: $user}})
-    WITH m, r ORDER BY m.importance DESC, m.id LIMIT $engrams_per_cue
-    RETURN collect([m.id, r.strength]) AS members
-  }}
+    UNWIND CASE WHEN degree <= $cue_max_degree THEN [c.id] ELSE [] END AS cid{members}  }}
   RETURN collect([c.id, degree, members]) AS degrees
 }}
 RETURN edges, links, degrees
@@ -305,7 +335,12 @@ def neighbourhood_statement(query: Expand, user: str) -> tuple[str, dict[str, An
     if not ids:
         return None
     edges = max(0, int(query.edges))
-    statement = NEIGHBOURHOOD.format(edges=NEIGHBOURHOOD_EDGES if edges else NO_EDGES)
+    statement = NEIGHBOURHOOD.format(
+        edges=NEIGHBOURHOOD_EDGES if edges else NO_EDGES,
+        # The degree guard is an UNWIND, not a WHERE: the planner would apply a WHERE
+        # after the index seek, which then reads every member of every hub cue.
+        members=MEMBERS.format(cue="cid", limit="$engrams_per_cue", name="members"),
+    )
     params = {
         "user": user,
         "ids": ids,

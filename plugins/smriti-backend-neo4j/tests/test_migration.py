@@ -7,11 +7,14 @@ from datetime import UTC, datetime
 
 import neo4j
 import numpy as np
-from smriti_backend_neo4j.backend import Neo4jBackend
+from smriti_backend_neo4j.backend import SCHEMA_VERSION, Neo4jBackend
 
 from smriti.reads import Seek
+from smriti.testing import GraphBuilder
 
 from .conftest import ServerInfo
+
+build = GraphBuilder(4)
 
 
 def test_old_nodes_are_migrated_and_readable(
@@ -26,7 +29,11 @@ def test_old_nodes_are_migrated_and_readable(
             "CREATE (:Engram {user: 'olduser', id: 'old1', content: 'legacy walrus note', "
             "summary: 's', memory_type: 'semantic', importance: 0.4, access_count: 2, "
             "created_at: $when, last_accessed_at: $when, decay_factor: 0.9, "
-            "embedding: $vector, source: '', tags: ['vintage']})",
+            "embedding: $vector, source: '', tags: ['vintage']})"
+            # Edges as older versions wrote them: no keys (v2 and v3 add them).
+            "-[:EncodedBy {strength: 1.0}]->(:Cue {user: 'olduser', id: 'c1', name: 'Walrus', "
+            "key: 'walrus', cue_type: 'keyword'})-[:CoOccurs {strength: 2.0}]->"
+            "(:Cue {user: 'olduser', id: 'c2', name: 'Tusk', key: 'tusk', cue_type: 'keyword'})",
             when=when,
             vector=vector,
         )
@@ -38,6 +45,11 @@ def test_old_nodes_are_migrated_and_readable(
     assert [i for i, _ in backend.seek(Seek(k=3, text="vintage")).text] == ["old1"]
     assert [i for i, _ in backend.seek(Seek(k=3, text="walrus")).text] == ["old1"]
     assert backend.seek(Seek(k=1, vector=np.array(vector))).vector[0][0] == "old1"
-    assert backend.get_meta("neo4j.schema_version") == "1"
+    assert backend.get_meta("neo4j.schema_version") == str(SCHEMA_VERSION)
+    [cue] = backend.seek(Seek(k=1, cue_names=["walrus"])).cues
+    assert cue.degree == 1 and cue.engrams == [("old1", 1.0)]  # found through the rank index
+    backend.add_memory(build.engram(1), [build.cue("tusk"), build.cue("walrus")], [])
+    strengths = {(c.source_id, c.target_id): c.strength for c in backend.iter_cooccurrences()}
+    assert strengths == {("c1", "c2"): 3.0, ("c2", "c1"): 1.0}  # the old edge, found by key
     again = make_backend("olduser")  # a second open does not migrate again
     assert again.get_engrams(["old1"])[0].cluster_id == -1
