@@ -254,8 +254,13 @@ def _grouped(keys: np.ndarray) -> tuple[np.ndarray, list[int], list[int]]:
 def _floats(values: np.ndarray) -> list[float]:
     """``values`` as Python floats, one shared object per distinct value (most link
     strengths are 1.0: a million separate floats cost 24 MB)."""
-    shared: dict[float, float] = {}
-    return [shared.setdefault(v, v) for v in values.tolist()]
+    if not values.size:
+        return []
+    distinct, inverse = np.unique(values, return_inverse=True)
+    if distinct.size == 1:
+        return [float(distinct[0])] * int(values.size)
+    shared = distinct.tolist()
+    return [shared[i] for i in inverse.tolist()]
 
 
 def _load_links(
