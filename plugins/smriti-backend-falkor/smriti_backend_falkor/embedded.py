@@ -6,6 +6,10 @@ a Unix socket with the same code as the server backend. The append-only file is 
 (fsync every second), so memories survive a crash of the process. Several processes
 opening the same directory share one server (falkordblite keeps a registry); the last
 one to close shuts it down.
+
+Every Smriti process of a user reaches the store through one owner process
+(``single_process``, as for Kùzu), so that process is its only writer and the engine
+keeps the user's working set in memory (``sole_writer``, ``smriti.index``).
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ class FalkorLiteBackend(FalkorBackend):
     aliases: ClassVar[tuple[str, ...]] = ("falkordb-embedded",)
     description: ClassVar[str] = "embedded FalkorDB (falkordblite) under STORAGE_LOCATION"
     multi_tenant: ClassVar[bool] = False
+    single_process: ClassVar[bool] = True
+    sole_writer = True
 
     def __init__(self, user: str, directory: Path) -> None:
         super().__init__(user, addr=f"embedded FalkorDB in {directory}", graph="smriti")

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 from smriti_backend_falkor.backend import FalkorBackend
 
-from smriti.testing import StorageBackendTests
+from smriti.testing import RecallEqualityTests, StorageBackendTests
 
 
 class TestFalkorTenant(StorageBackendTests):
@@ -28,3 +28,13 @@ class TestFalkorGraphPerUser(StorageBackendTests):
         self, make_backend: Callable[..., FalkorBackend]
     ) -> Callable[[str], FalkorBackend]:
         return lambda user: make_backend(user, "graph")
+
+
+class TestFalkorRecallEquality(RecallEqualityTests):
+    """The engine recalls on a FalkorDB server what it recalls on the reference backend."""
+
+    @pytest.fixture
+    def backend_factory(
+        self, make_backend: Callable[..., FalkorBackend]
+    ) -> Callable[[str], FalkorBackend]:
+        return lambda user: make_backend(user, "tenant")

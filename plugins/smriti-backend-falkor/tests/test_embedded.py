@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
 from smriti_backend_falkor.embedded import FalkorLiteBackend
 
 from smriti.config import Settings
 from smriti.engine import Engine
+from smriti.index.indexed import IndexedBackend
 from smriti.plugins import create_plugin_manager
+from smriti.testing import RecallEqualityTests
 
 
 def engine_for(tmp_path: Path, user: str = "alice") -> Engine:
@@ -28,7 +32,8 @@ def engine_for(tmp_path: Path, user: str = "alice") -> Engine:
 
 def test_embedded_store_survives_restart(tmp_path: Path) -> None:
     with engine_for(tmp_path) as engine:
-        assert isinstance(engine.backend, FalkorLiteBackend)
+        assert isinstance(engine.backend, IndexedBackend)
+        assert isinstance(engine.backend.inner, FalkorLiteBackend)
         stored = engine.store("The walrus lives in the Arctic", importance=0.7)
         assert engine.recall("walrus")[0].engram.id == stored.engram.id
     assert (tmp_path / "alice" / "falkordb").is_dir()
@@ -37,3 +42,31 @@ def test_embedded_store_survives_restart(tmp_path: Path) -> None:
         assert engine.stats()["engrams"] == 1
     with engine_for(tmp_path, "bob") as other:
         assert other.recall("walrus") == []
+
+
+def test_the_working_set_survives_a_restart_through_its_snapshot(tmp_path: Path) -> None:
+    with engine_for(tmp_path) as engine:
+        stored = engine.store("The narwhal has one long tooth", importance=0.6)
+    assert (tmp_path / "alice" / "working-set" / "meta.json").exists()
+    with engine_for(tmp_path) as engine:
+        assert engine.recall("narwhal tooth")[0].engram.id == stored.engram.id
+        assert engine.stats()["working_set"]["state"] == "ready"
+
+
+class TestFalkorLiteRecallEquality(RecallEqualityTests):
+    """Embedded FalkorDB behind its working set, as the engine opens it."""
+
+    @pytest.fixture
+    def backend_factory(self, tmp_path: Path) -> Iterator[Callable[[str], IndexedBackend]]:
+        made: list[IndexedBackend] = []
+
+        def make(user: str) -> IndexedBackend:
+            inner = FalkorLiteBackend(user, tmp_path / user / "falkordb")
+            backend = IndexedBackend(inner, 512, background=False)
+            backend.open()
+            made.append(backend)
+            return backend
+
+        yield make
+        for backend in made:
+            backend.close()
