@@ -21,6 +21,8 @@ import numpy as np
 from smriti.default_plugins.text import STOPWORDS, stem
 from smriti.model import Engram
 
+__all__ = ["STOPWORDS", "TextIndex", "document_terms", "index_terms", "tokenize"]
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 

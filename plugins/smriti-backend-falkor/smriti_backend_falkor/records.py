@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from smriti.default_plugins.text import STOPWORDS
+from smriti.index.text import STOPWORDS
 from smriti.model import Association, Cue, Engram, normalise_cue_name
 from smriti.storage import EngramStats
 
