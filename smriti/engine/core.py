@@ -324,7 +324,3 @@ class Engine:
         self.dirty.set()
         if check and self.embedder.dims:
             self.backend.ensure_indexes(self.embedder.dims, self.settings.index_threshold)
-
-    def backend_size(self) -> int:
-        """Approximate engram count (for IDF), kept without querying the store."""
-        return max(self._size, 1)
