@@ -208,8 +208,13 @@ class StorageBackend(ABC):
 
     # -- reads -------------------------------------------------------------------------
     @abstractmethod
-    def get_engrams(self, ids: Sequence[str]) -> list[Engram]:
-        """The engrams with these ids (with embeddings), in any order; unknown skipped."""
+    def get_engrams(self, ids: Sequence[str], embeddings: bool = True) -> list[Engram]:
+        """The engrams with these ids, in any order; unknown skipped.
+
+        With ``embeddings`` (the default) each comes with its embedding; without, a
+        backend may leave ``embedding`` None and save reading and sending the vectors
+        (recall's candidate pool never uses them).
+        """
 
     @abstractmethod
     def list_engrams(self, limit: int, memory_type: str | None = None) -> list[Engram]:

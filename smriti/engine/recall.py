@@ -299,7 +299,7 @@ def load_pool(
     wanted = order[: size * (POOL_TYPED_FACTOR if memory_type is not None else 1)]
     loaded = {
         e.id: e
-        for e in engine.backend.get_engrams(wanted)
+        for e in engine.backend.get_engrams(wanted, embeddings=False)
         if memory_type is None or e.memory_type == memory_type
     }
     chosen = [i for i in wanted if i in loaded][:size]

@@ -430,9 +430,11 @@ class IndexedBackend(StorageBackend):
             return ws.vector_search_above(embedding, k, min_score)
         return self._native().vector_search_above(embedding, k, min_score)
 
-    def get_engrams(self, ids: Sequence[str]) -> list[Engram]:
+    def get_engrams(self, ids: Sequence[str], embeddings: bool = True) -> list[Engram]:
         ws = self._reader()
-        return ws.get_engrams(ids) if ws is not None else self._native().get_engrams(ids)
+        if ws is not None:
+            return ws.get_engrams(ids, embeddings)
+        return self._native().get_engrams(ids, embeddings)
 
     def list_engrams(self, limit: int, memory_type: str | None = None) -> list[Engram]:
         ws = self._reader()

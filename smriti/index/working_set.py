@@ -236,10 +236,12 @@ class WorkingSet:
                 around.members[cue_id] = graph.engrams_for_cue(cue_id, query.engrams_per_cue)
         return around
 
-    def get_engrams(self, ids: Sequence[str]) -> list[Engram]:
-        """The engrams with these ids (unknown skipped)."""
+    def get_engrams(self, ids: Sequence[str], embeddings: bool = True) -> list[Engram]:
+        """The engrams with these ids (unknown skipped), without their embeddings unless
+        ``embeddings``."""
+        vector = self.vectors.vector if embeddings else _no_vector
         with self.graph.lock:
-            found = (self.graph.engram(i, self.vectors.vector(i)) for i in dict.fromkeys(ids))
+            found = (self.graph.engram(i, vector(i)) for i in dict.fromkeys(ids))
             return [e for e in found if e is not None]
 
     def list_engrams(self, limit: int, memory_type: str | None = None) -> list[Engram]:
@@ -296,3 +298,7 @@ class WorkingSet:
                 for dst, (strength, rel, created) in out.items()
             ]
         return iter(edges)
+
+
+def _no_vector(engram_id: str) -> None:
+    return None

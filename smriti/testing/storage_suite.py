@@ -177,6 +177,12 @@ class StorageBackendTests:
         got = backend.get_engrams(["e00002", "missing", "e00001"])
         assert sorted(e.id for e in got) == ["e00001", "e00002"]
         assert backend.get_engrams([]) == []
+        bare = {e.id: e for e in backend.get_engrams(["e00002", "e00001"], embeddings=False)}
+        for want in (build.engram(1), build.engram(2)):
+            got_one = bare[want.id]
+            if got_one.embedding is None:  # a backend may leave it out, nothing else
+                got_one = got_one.with_changes(embedding=want.embedding)
+            assert_engram_equal(got_one, want)
 
     def test_add_memory_returns_cues_as_stored(
         self, backend: StorageBackend, build: GraphBuilder

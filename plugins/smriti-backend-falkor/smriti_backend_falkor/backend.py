@@ -303,11 +303,13 @@ class FalkorBackend(StorageBackend):
             self._write(Q.IMPORT_COOCCURRENCES, rows=rows)
 
     # -- reads -------------------------------------------------------------------------
-    def get_engrams(self, ids: Sequence[str]) -> list[Engram]:
-        """This user's engrams with these ids (with embeddings); unknown ids skipped."""
+    def get_engrams(self, ids: Sequence[str], embeddings: bool = True) -> list[Engram]:
+        """This user's engrams with these ids (without embeddings unless ``embeddings``:
+        parsing 384 floats each was most of a recall's pool); unknown ids skipped."""
+        statement = Q.GET_ENGRAMS if embeddings else Q.GET_ENGRAMS_BARE
         out: list[Engram] = []
         for batch in batched(dict.fromkeys(ids), self.read_batch):
-            out.extend(engram_from_row(r) for r in self._read(Q.GET_ENGRAMS, ids=batch))
+            out.extend(engram_from_row(r) for r in self._read(statement, ids=batch))
         return out
 
     def list_engrams(self, limit: int, memory_type: str | None = None) -> list[Engram]:

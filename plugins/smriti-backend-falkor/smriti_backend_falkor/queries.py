@@ -233,6 +233,8 @@ MATCH (e:Engram {{user: $user, id: id}})
 {USAGE}
 RETURN {ENGRAM_COLUMNS}
 """
+#: GET_ENGRAMS without the embeddings (recall's candidate pool).
+GET_ENGRAMS_BARE = GET_ENGRAMS.replace("e.embedding, e.source", "null, e.source")
 LIST_ENGRAMS = f"""
 MATCH (e:Engram {{user: $user}})
 WHERE $memory_type IS NULL OR e.memory_type = $memory_type

@@ -65,8 +65,9 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
         return {row[1] for row in self._q("CALL SHOW_INDEXES() RETURN *")}
 
     # -- engrams --------------------------------------------------------------------------
-    def get_engrams(self, ids: Sequence[str]) -> list[Engram]:
-        """The engrams with these ids; unknown ids skipped (without a query)."""
+    def get_engrams(self, ids: Sequence[str], embeddings: bool = True) -> list[Engram]:
+        """The engrams with these ids (always with their embeddings: they come in the
+        same column read); unknown ids skipped (without a query)."""
         known = self._engram_ids
         wanted = [i for i in dict.fromkeys(ids) if known is None or i in known]
         if not wanted:

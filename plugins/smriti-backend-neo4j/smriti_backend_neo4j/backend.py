@@ -530,11 +530,13 @@ class Neo4jBackend(StorageBackend):
         self._counted(None)  # replaced ids are not new engrams: count again
 
     # -- reads -----------------------------------------------------------------------------
-    def get_engrams(self, ids: Sequence[str]) -> list[Engram]:
-        """The user's engrams with these ids; unknown ids are skipped."""
+    def get_engrams(self, ids: Sequence[str], embeddings: bool = True) -> list[Engram]:
+        """The user's engrams with these ids (without embeddings unless ``embeddings``);
+        unknown ids are skipped."""
         if not ids:
             return []
-        records = self._read(q.GET_ENGRAMS, ids=list(dict.fromkeys(ids)))
+        statement = q.GET_ENGRAMS if embeddings else q.GET_ENGRAMS_BARE
+        records = self._read(statement, ids=list(dict.fromkeys(ids)))
         return [engram_from(r["p"]) for r in records if whole(r["p"])]
 
     def list_engrams(self, limit: int, memory_type: str | None = None) -> list[Engram]:

@@ -275,6 +275,16 @@ RETURN e {.id, .content, .summary, .memory_type, .importance, .access_count,
   last_accessed_at: e.last_accessed_at.epochSeconds * 1000000 + e.last_accessed_at.microsecond,
   embedding: CASE WHEN e.embedding_f32 IS NULL THEN e.embedding END} AS p
 """
+#: GET_ENGRAMS without the embeddings (recall's candidate pool).
+GET_ENGRAMS_BARE = """
+UNWIND $ids AS id
+MATCH (e:Engram {user: $user, id: id})
+RETURN e {.id, .content, .summary, .memory_type, .importance, .access_count,
+  .decay_factor, .source, .tags, .cluster_id,
+  created_at: e.created_at.epochSeconds * 1000000 + e.created_at.microsecond,
+  last_accessed_at: e.last_accessed_at.epochSeconds * 1000000 + e.last_accessed_at.microsecond,
+  embedding: null} AS p
+"""
 LIST_ENGRAMS = """
 MATCH (e:Engram {user: $user})
 WHERE $memory_type IS NULL OR e.memory_type = $memory_type

@@ -74,8 +74,8 @@ class ReadsMixin(_Self):  # type: ignore[misc,valid-type]
         return None if row is None else row[0]
 
     # -- engrams ------------------------------------------------------------------------
-    def get_engrams(self, ids: Sequence[str]) -> list[Engram]:
-        """The engrams with these ids; unknown ids skipped."""
+    def get_engrams(self, ids: Sequence[str], embeddings: bool = True) -> list[Engram]:
+        """The engrams with these ids (always with their embeddings); unknown skipped."""
         unique = list(dict.fromkeys(ids))
         if not unique:
             return []
