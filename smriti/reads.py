@@ -7,7 +7,7 @@ One associative recall is four backend round trips, whatever the backend:
    strongest engrams) and the engram count for IDF weighting;
 2. ``neighbourhood(Expand)`` → ``Neighbourhood`` for the first hop's frontier;
 3. the same for the second hop;
-4. ``get_engrams`` for the candidate pool.
+4. ``get_engrams`` (without embeddings) for the candidate pool.
 
 The engine does all the scoring in between (``smriti.engine.recall``); a backend only
 finds and returns rows. A server backend answers each call with one query, using its
