@@ -270,6 +270,9 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         if vector is not None:
             self.check_dims(vector)
         with self._write_lock:
+            retried = self._retried(engram)
+            if retried is not None:
+                return retried
             stored_cues, new_cues = self._resolve_cues(cues)
             self._check_new_ids(engram.id, new_cues)
             edges, cluster = found()
@@ -290,6 +293,21 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             if vector is not None and self.dims is None:
                 self.dims = int(vector.shape[0])
         return StoredMemory(engram=engram, cues=stored_cues, associations=len(edges))
+
+    def _retried(self, engram: Engram) -> StoredMemory | None:
+        """The memory already stored under ``engram.id`` when this is a retry of it (the
+        same content: nothing changes); None when the id is new. Other content under
+        the id is refused by ``_check_new_ids``."""
+        ids = self._engram_ids
+        if ids is None or engram.id not in ids:
+            return None
+        found = self.get_engrams([engram.id])
+        if not found or found[0].content != engram.content:
+            return None
+        links = self.cues_of([engram.id])
+        by_id = self.cues_by_id
+        cues = [self.stored_cue(by_id[lk.cue_id]) for lk in links if lk.cue_id in by_id]
+        return StoredMemory(engram=found[0], cues=cues, associations=0)
 
     def _check_new_ids(self, engram_id: str, new_cues: Sequence[Cue]) -> None:
         """Refuse what Kùzu would refuse in the background write: ids already taken."""
