@@ -154,7 +154,25 @@ def _addr(name: str, raw: str) -> str:
     return value
 
 
+def _scope(name: str, raw: str) -> str:
+    value = raw.strip()
+    if not re.fullmatch(r"[\x21\x23-\x5b\x5d-\x7e]{1,128}", value):
+        raise ConfigError(f"{name}={raw!r} is not one OAuth scope or claim name (no spaces)")
+    return value
+
+
+def _list(name: str, raw: str) -> tuple[str, ...]:
+    """A comma-separated list (spaces around items ignored, empty items dropped)."""
+    items = tuple(item.strip() for item in raw.split(",") if item.strip())
+    if any(re.search(r"\s", item) for item in items):
+        raise ConfigError(f"{name}={raw!r} is not a comma-separated list of names")
+    return items
+
+
 _LOG_LEVELS = ("debug", "info", "warning", "error")
+#: SMRITI_AUTH: ``auto`` turns on OAuth when SMRITI_OAUTH_ISSUER is set and API keys
+#: when the key file exists; ``none`` only serves a loopback address.
+AUTH_MODES = ("auto", "none", "keys", "oauth", "keys+oauth")
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,6 +316,38 @@ class Settings:
     )
     log_level: str = field(
         default="info", metadata={"env": "LOG_LEVEL", "parse": _choice(*_LOG_LEVELS)}
+    )
+
+    # HTTP for a team (smriti.auth, smriti.mcp_server.http): who may call, as whom.
+    auth: str = field(
+        default="auto", metadata={"env": "SMRITI_AUTH", "parse": _choice(*AUTH_MODES)}
+    )
+    api_keys_file: str = field(default="", metadata={"env": "SMRITI_API_KEYS_FILE", "parse": _str})
+    public_url: str = field(default="", metadata={"env": "SMRITI_PUBLIC_URL", "parse": _url})
+    oauth_issuer: str = field(default="", metadata={"env": "SMRITI_OAUTH_ISSUER", "parse": _url})
+    oauth_audience: str = field(
+        default="", metadata={"env": "SMRITI_OAUTH_AUDIENCE", "parse": _str}
+    )
+    oauth_jwks_url: str = field(
+        default="", metadata={"env": "SMRITI_OAUTH_JWKS_URL", "parse": _url}
+    )
+    oauth_read_scope: str = field(
+        default="smriti:read", metadata={"env": "SMRITI_OAUTH_READ_SCOPE", "parse": _scope}
+    )
+    oauth_write_scope: str = field(
+        default="smriti:write", metadata={"env": "SMRITI_OAUTH_WRITE_SCOPE", "parse": _scope}
+    )
+    oauth_user_claim: str = field(
+        default="sub", metadata={"env": "SMRITI_OAUTH_USER_CLAIM", "parse": _scope}
+    )
+    allowed_hosts: tuple[str, ...] = field(
+        default=(), metadata={"env": "SMRITI_ALLOWED_HOSTS", "parse": _list}
+    )
+    allowed_origins: tuple[str, ...] = field(
+        default=(), metadata={"env": "SMRITI_ALLOWED_ORIGINS", "parse": _list}
+    )
+    max_loaded_users: int = field(
+        default=32, metadata={"env": "SMRITI_MAX_LOADED_USERS", "parse": _int(1, 100_000)}
     )
     env: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 

@@ -32,7 +32,23 @@ if TYPE_CHECKING:
 EXTRA_PREFIXES = ("SMRITI_", "HF_")
 EXTRA_NAMES = ("XDG_CACHE_HOME", "TRANSFORMERS_OFFLINE")  # where the model is, if it may be fetched
 #: Variables that only concern the process that reads them, never the owner's work.
-CLIENT_ONLY = ("SMRITI_OWNER", "LOG_LEVEL")
+CLIENT_ONLY = (
+    "SMRITI_OWNER",
+    "LOG_LEVEL",
+    # how an HTTP server admits its callers (smriti.auth): never the owner's business
+    "SMRITI_AUTH",
+    "SMRITI_API_KEYS_FILE",
+    "SMRITI_PUBLIC_URL",
+    "SMRITI_OAUTH_ISSUER",
+    "SMRITI_OAUTH_AUDIENCE",
+    "SMRITI_OAUTH_JWKS_URL",
+    "SMRITI_OAUTH_READ_SCOPE",
+    "SMRITI_OAUTH_WRITE_SCOPE",
+    "SMRITI_OAUTH_USER_CLAIM",
+    "SMRITI_ALLOWED_HOSTS",
+    "SMRITI_ALLOWED_ORIGINS",
+    "SMRITI_MAX_LOADED_USERS",
+)
 SECRET_EXTRA = ("HF_TOKEN",)
 #: The owner's log is cut back to this size when an owner starts.
 MAX_LOG_BYTES = 5_000_000
