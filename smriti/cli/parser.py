@@ -9,6 +9,7 @@ from smriti.cli import (
     commands,
     doctor_command,
     graph_commands,
+    keys_command,
     owner_command,
     portable_commands,
     reembed_command,
@@ -105,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     reembed_command.add_parser(sub, common)
     graph_commands.add_parsers(sub, common)
     owner_command.add_parser(sub, common)
+    keys_command.add_parser(sub, common)
     return parser
 
 

@@ -19,6 +19,8 @@ from smriti.mcp_server.tools import build_server
 
 if TYPE_CHECKING:
     from smriti.config import Settings
+    from smriti.mcp_server.http import HttpPlan
+    from smriti.mcp_server.users import UserMemories
     from smriti.owner.service import Service
 
 log = get_logger(__name__)
@@ -64,28 +66,38 @@ def run_server(
 
     The memory is the store's owner process when the store has one (``smriti.owner``),
     else an engine opened here, which is always closed (flush and final backup sync)
-    before returning. Logging is configured to stderr first; stdout carries only
-    protocol. Errors while opening (ConfigError, BackendError, ...) propagate after
-    cleanup.
+    before returning. Over HTTP with authentication (``smriti.mcp_server.http``), each
+    call uses its caller's memory, opened on demand (``UserMemories``). Logging is
+    configured to stderr first; stdout carries only protocol. Errors while opening
+    (ConfigError, BackendError, ...) propagate after cleanup; an unsafe HTTP setup (a
+    non-loopback bind without authentication) is a ConfigError before anything opens.
     """
     configure_logging(settings.log_level)
     from smriti.owner.service import open_service
 
+    plan: HttpPlan | None = None
+    if transport == "http":
+        from smriti.mcp_server.http import plan_http
+
+        plan = plan_http(settings, host, port)
     _stop_requested.clear()
     # Until the event loop runs, a signal interrupts whatever is happening (e.g. a slow
     # restore); afterwards the loop (stdio) or uvicorn (HTTP) handles it.
     previous = _set_signal_handlers(_raise_shutdown)
-    memory: Service | None = None
+    memory: Service | UserMemories | None = None
     try:
-        memory = open_service(
-            settings, f"{transport} server", background=True, attach_wait=ATTACH_WAIT_SECONDS
-        )
+        if plan is not None and plan.verifier is not None:
+            memory = _user_memories(settings, plan)
+        else:
+            memory = open_service(
+                settings, f"{transport} server", background=True, attach_wait=ATTACH_WAIT_SECONDS
+            )
+            log.info("serving", transport=transport, user=memory.user, shared=memory.remote)
         server = build_server(memory)
         _set_signal_handlers(_note_signal)
-        log.info("serving", transport=transport, user=memory.user, shared=memory.remote)
         if transport == "stdio" and sys.stdin.isatty():
             log.warning("waiting for an MCP client on stdin; see `smriti --help` for commands")
-        anyio.run(_serve, server, transport, host, port)
+        anyio.run(_serve, server, transport, plan)
     except _Shutdown:
         log.info("signal received before serving started")
     finally:
@@ -99,7 +111,22 @@ def run_server(
     return 0
 
 
-async def _serve(server: MCPServer, transport: Transport, host: str, port: int) -> None:
+def _user_memories(settings: Settings, plan: HttpPlan) -> UserMemories:
+    from smriti.mcp_server.users import UserMemories
+
+    assert plan.verifier is not None
+    log.info(
+        "serving",
+        transport="http",
+        users="each caller's own",
+        auth="+".join(plan.verifier.modes),
+        max_loaded_users=settings.max_loaded_users,
+        resource=plan.resource_url,
+    )
+    return UserMemories(settings, plan.verifier.scopes)
+
+
+async def _serve(server: MCPServer, transport: Transport, plan: HttpPlan | None) -> None:
     async with anyio.create_task_group() as tg:
         if transport == "stdio":
             # uvicorn handles signals itself for HTTP; stdio needs our own handler.
@@ -109,7 +136,8 @@ async def _serve(server: MCPServer, transport: Transport, host: str, port: int) 
             await server.run_stdio_async()
             log.info("stdin closed")
         else:
-            await _serve_http(server, host, port)
+            assert plan is not None
+            await _serve_http(server, plan)
         tg.cancel_scope.cancel()
 
 
@@ -122,12 +150,17 @@ async def _cancel_on_signal(scope: anyio.CancelScope, *, task_status: Any) -> No
             return
 
 
-async def _serve_http(server: MCPServer, host: str, port: int) -> None:
+async def _serve_http(server: MCPServer, plan: HttpPlan) -> None:
     import uvicorn
+    from starlette.types import ASGIApp
 
-    app = server.streamable_http_app(host=host)
+    from smriti.mcp_server.http import AuthGate, VersionGate
+
+    inner = server.streamable_http_app(host=plan.host, transport_security=plan.security)
+    app: ASGIApp = AuthGate(inner, plan) if plan.verifier is not None else VersionGate(inner)
     # log_config=None: uvicorn's loggers propagate to the root logger on stderr
     # (its default config would write access lines to stdout).
-    config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False)
-    log.info("listening", url=f"http://{host}:{port}/mcp")
+    config = uvicorn.Config(app, host=plan.host, port=plan.port, log_config=None, access_log=False)
+    shown = f"[{plan.host}]" if ":" in plan.host else plan.host
+    log.info("listening", url=f"http://{shown}:{plan.port}/mcp", public_url=plan.resource_url)
     await uvicorn.Server(config).serve()

@@ -1,4 +1,5 @@
-"""The three tools and the prompt, bound to one user's memory (a ``Service``).
+"""The three tools and the prompt, on one user's memory (a ``Service``) or on the memory
+of each call's verified caller (``smriti.mcp_server.users``).
 
 Tool names and parameters match the reference server (SPEC §4) because MCP clients
 already call them. Arguments are validated here with ``smriti.validation`` (the same
@@ -9,7 +10,7 @@ value means; every failure is a tool error whose text a person or agent can act 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
@@ -39,6 +40,7 @@ from smriti.mcp_server.texts import (
     SYSTEM_PROMPT,
 )
 from smriti.mcp_server.transport import SmritiServer
+from smriti.mcp_server.users import Memories, SingleMemory
 from smriti.model import MEMORY_TYPES
 
 if TYPE_CHECKING:
@@ -49,6 +51,25 @@ log = get_logger(__name__)
 
 RECALL_MODES = validation.RECALL_MODES
 MANAGE_ACTIONS = ("forget", "sync", "consolidate", "stats")
+#: Manage actions that only read; every other one needs the write scope.
+READ_ACTIONS = ("stats",)
+#: The scope each tool needs (``smriti_manage``: see ``needed_scope``).
+TOOL_SCOPES = {"smriti_store": "write", "smriti_recall": "read"}
+
+
+def needed_scope(tool: str, arguments: Mapping[str, Any] | None) -> str:
+    """``read`` or ``write``: what a call of ``tool`` with ``arguments`` needs.
+
+    Writing tools (store; manage forget, consolidate and sync) need write, reading ones
+    (recall; manage stats) read. An unknown tool needs read: its call fails anyway, with
+    the SDK's error naming the tool. The HTTP layer asks this before a call is run (to
+    answer 403), and the tool again when it runs.
+    """
+    if tool == "smriti_manage":
+        action = arguments.get("action") if isinstance(arguments, Mapping) else None
+        chosen = action.strip().lower() if isinstance(action, str) else ""
+        return "read" if chosen in READ_ACTIONS else "write"
+    return TOOL_SCOPES.get(tool, "read")
 
 
 def _bad(message: str) -> ToolError:
@@ -106,15 +127,22 @@ def recall_out(query: str, mode: str, found: dict[str, Any]) -> RecallOut:
     return out
 
 
-def build_server(memory: Service | Engine) -> MCPServer:
+def build_server(memory: Service | Engine | Memories) -> MCPServer:
     """An MCP server exposing ``memory`` as the smriti_store/recall/manage tools.
 
-    ``memory`` is a Service (in this process or the store's owner), or an open Engine,
-    which is served in this process.
+    ``memory`` is a Service (in this process or the store's owner), an open Engine,
+    which is served in this process, or the memories of each call's caller
+    (``UserMemories``).
     """
-    from smriti.owner.service import LocalService, Service
+    from smriti.engine import Engine
+    from smriti.owner.service import LocalService
 
-    engine = memory if isinstance(memory, Service) else LocalService(memory)
+    if isinstance(memory, Engine):
+        engine: Memories = SingleMemory(LocalService(memory))
+    elif hasattr(memory, "use"):
+        engine = memory  # type: ignore[assignment]
+    else:
+        engine = SingleMemory(memory)  # type: ignore[arg-type]
     settings = getattr(engine, "settings", None)
     level = (getattr(settings, "log_level", "info") or "info").upper()
     max_limit = getattr(settings, "max_recall_limit", 100)
@@ -134,7 +162,7 @@ def build_server(memory: Service | Engine) -> MCPServer:
     return server
 
 
-def _add_store(server: MCPServer, engine: Service) -> None:
+def _add_store(server: MCPServer, memories: Memories) -> None:
     @server.tool(
         name="smriti_store",
         title="Store a memory",
@@ -154,16 +182,18 @@ def _add_store(server: MCPServer, engine: Service) -> None:
         source: Annotated[
             str, Field(description="Where this came from, e.g. 'chat', a URL or file.")
         ] = "",
+        ctx: Context | None = None,
     ) -> StoredMemoryOut:
         """Store one memory."""
         value = checked(validation.importance, importance)
-        stored = await run_engine(
-            engine.store, content, importance=value, tags=tags, source=source or None
-        )
+        async with memories.use(ctx, "write") as engine:
+            stored = await run_engine(
+                engine.store, content, importance=value, tags=tags, source=source or None
+            )
         return stored  # type: ignore[return-value]
 
 
-def _add_recall(server: MCPServer, engine: Service, max_limit: int) -> None:
+def _add_recall(server: MCPServer, memories: Memories, max_limit: int) -> None:
     @server.tool(
         name="smriti_recall",
         title="Recall memories",
@@ -198,6 +228,7 @@ def _add_recall(server: MCPServer, engine: Service, max_limit: int) -> None:
                 json_schema_extra={"enum": ["", *MEMORY_TYPES]},
             ),
         ] = "",
+        ctx: Context | None = None,
     ) -> RecallOut:
         """Recall memories."""
         count = checked(validation.limit, limit, max_limit)
@@ -205,15 +236,16 @@ def _add_recall(server: MCPServer, engine: Service, max_limit: int) -> None:
             validation.mode, mode.strip().lower() if isinstance(mode, str) else mode
         )
         kind = checked(validation.memory_type, memory_type)
-        results = await run_engine(
-            engine.recall, query or None, limit=count, mode=chosen_mode, memory_type=kind
-        )
+        async with memories.use(ctx, "read") as engine:
+            results = await run_engine(
+                engine.recall, query or None, limit=count, mode=chosen_mode, memory_type=kind
+            )
         if not query.strip():
             chosen_mode = "list"
         return recall_out(query, chosen_mode, results)
 
 
-def _add_manage(server: MCPServer, engine: Service) -> None:
+def _add_manage(server: MCPServer, memories: Memories) -> None:
     @server.tool(
         name="smriti_manage",
         title="Manage memory",
@@ -241,7 +273,8 @@ def _add_manage(server: MCPServer, engine: Service) -> None:
     ) -> ManageOut:
         """Manage memory."""
         chosen = parse_action(action)
-        return await _manage(engine, chosen, memory_id.strip(), ctx)
+        async with memories.use(ctx, needed_scope("smriti_manage", {"action": chosen})) as engine:
+            return await _manage(engine, chosen, memory_id.strip(), ctx)
 
 
 async def _manage(

@@ -11,6 +11,8 @@ from typing import Any
 import anyio
 from mcp.server import MCPServer
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 
 from smriti.logs import get_logger
 
@@ -35,6 +37,19 @@ class SmritiServer(MCPServer):
     """
 
     eof_grace: float = EOF_GRACE_SECONDS
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Any = None
+    ) -> Any:
+        """The prompt ``name``; an unknown name or bad arguments are a JSON-RPC
+        invalid-params error (the SDK would answer code 0 and log a traceback)."""
+        if self._prompt_manager.get_prompt(name) is None:
+            known = ", ".join(p.name for p in await self.list_prompts())
+            raise MCPError(INVALID_PARAMS, f"unknown prompt {name[:80]!r} (available: {known})")
+        try:
+            return await super().get_prompt(name, arguments, context)
+        except ValueError as exc:
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
 
     async def run_stdio_async(self) -> None:
         """Serve MCP over stdin/stdout until stdin closes (and the requests read are
