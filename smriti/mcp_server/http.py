@@ -122,11 +122,15 @@ def plan_http(settings: Settings, host: str, port: int) -> HttpPlan:
         )
     metadata = None
     if verifier is not None and verifier.oauth is not None:
-        metadata = ProtectedResourceMetadata(
-            resource=AnyHttpUrl(resource_url),
-            authorization_servers=[AnyHttpUrl(settings.oauth_issuer)],
-            scopes_supported=[verifier.scopes.read, verifier.scopes.write],
-            resource_name="Smriti memory",
+        # validated from strings, so that a path-less issuer keeps its exact spelling
+        # (issuer identifiers are compared as strings, RFC 8414)
+        metadata = ProtectedResourceMetadata.model_validate(
+            {
+                "resource": resource_url,
+                "authorization_servers": [settings.oauth_issuer],
+                "scopes_supported": [verifier.scopes.read, verifier.scopes.write],
+                "resource_name": "Smriti memory",
+            }
         )
     security = transport_security(settings, host, resource_url)
     return HttpPlan(host, port, resource_url, verifier, security, metadata)
