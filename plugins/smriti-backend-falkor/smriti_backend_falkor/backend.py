@@ -202,7 +202,8 @@ class FalkorBackend(StorageBackend):
     def add_memory(
         self, engram: Engram, cues: Sequence[Cue], associations: Sequence[Association]
     ) -> StoredMemory:
-        """Write the engram, its cues, edges and associations in one atomic statement."""
+        """Write the engram, its cues, edges and associations in one atomic statement,
+        which also returns the cues as stored: one round trip."""
         now = utcnow()
         rows: dict[str, dict[str, Any]] = {}
         for cue in cues:  # converted before anything is written: a bad cue aborts cleanly
@@ -222,10 +223,12 @@ class FalkorBackend(StorageBackend):
             now=ts(now),
         )
         result = call(self.addr, lambda: graph.query(Q.ADD_MEMORY, params))
-        if not result.nodes_created:
+        if result.result_set:
+            rows = result.result_set[0][0]
+        else:  # the engram was there already: a retry, or another memory's id
             self._check_existing(engram)
-        stored = {c.id: c for c in map(cue_from_row, self._read(Q.CUES_OF_ENGRAM, id=engram.id))}
-        by_key = {_key(c): c for c in stored.values()}
+            rows = self._read(Q.CUES_OF_ENGRAM, id=engram.id)
+        by_key = {_key(c): c for c in map(cue_from_row, rows)}
         return StoredMemory(engram=engram, cues=[by_key[k] for k in keys if k in by_key])
 
     def _check_existing(self, engram: Engram) -> None:

@@ -83,8 +83,9 @@ SET m.count = engrams
 """
 
 # -- writes -----------------------------------------------------------------------------
-# One statement, so FalkorDB applies all of it or (on any error) none of it. The guard
-# makes a retry after a dropped connection a no-op instead of a duplicate. A stored cue's
+# One statement, so FalkorDB applies all of it or (on any error) none of it, and one
+# round trip: it returns the cues as stored (``CUE_COLUMNS`` rows). The guard makes a
+# retry after a dropped connection a no-op (no row) instead of a duplicate. A stored cue's
 # embedding is set only where it is missing: a SET re-indexes the node (see MIGRATE_V2).
 ADD_MEMORY = f"""
 OPTIONAL MATCH (old:Engram {{user: $user, id: $id}})
@@ -108,7 +109,7 @@ CALL {{
   MERGE (q)-[d:Degree]->(q)
   ON CREATE SET d.n = 0
   SET d.n = d.n + 1
-  RETURN collect(q) AS linked
+  RETURN collect(q) AS linked, collect([{CUE_COLUMNS}]) AS stored
 }}
 CALL {{
   WITH linked
@@ -121,12 +122,16 @@ CALL {{
   ON MATCH SET co.strength = co.strength + 1.0
   RETURN count(co) AS pairs
 }}
-WITH e
-UNWIND $assocs AS a
-MATCH (t:Engram {{user: $user, id: a.target}})
-MERGE (e)-[r:AssociatedWith]->(t)
-SET r.strength = a.strength, r.relation_type = a.relation_type, r.created_at = a.created_at
-RETURN count(r)
+WITH e, stored
+CALL {{
+  WITH e
+  UNWIND $assocs AS a
+  MATCH (t:Engram {{user: $user, id: a.target}})
+  MERGE (e)-[r:AssociatedWith]->(t)
+  SET r.strength = a.strength, r.relation_type = a.relation_type, r.created_at = a.created_at
+  RETURN count(r) AS associated
+}}
+RETURN stored
 """
 CUES_OF_ENGRAM = (
     f"MATCH (e:Engram {{user: $user, id: $id}})-[:EncodedBy]->(q:Cue) RETURN {CUE_COLUMNS}"
