@@ -315,3 +315,60 @@ def test_reads_wait_for_a_loading_snapshot_instead_of_asking_the_backend(
         assert asked == [] and again.state == "ready"
     finally:
         again.close()
+
+
+def _everything(backend: SqliteBackend | IndexedBackend, ids: list[str]) -> tuple[object, ...]:
+    """Every edge and row around ``ids``, as the contract's reads return them."""
+    around = backend.neighbourhood(Expand(ids, 1000, 10_000, 1000))
+    rows = sorted(
+        (e.id, e.content, e.importance, e.access_count, e.last_accessed_at, tuple(e.tags))
+        for e in backend.get_engrams(ids, embeddings=False)
+    )
+    return (
+        rows,
+        sorted(
+            (a.source_id, a.target_id, a.strength, a.relation_type) for a in around.associations
+        ),  # fmt: skip
+        sorted((lk.engram_id, lk.cue_id, lk.strength) for lk in around.links),
+        around.degrees,
+        {c: sorted(m) for c, m in around.members.items()},
+    )
+
+
+def test_changes_to_a_working_set_loaded_packed_survive_the_next_snapshot(
+    tmp_path: Path, build: GraphBuilder
+) -> None:
+    """A snapshot loads its edges packed and unpacks a memory's when it is touched: what
+    is then forgotten, strengthened, linked or added must read (and be saved) exactly as
+    in the store, next to the memories that stayed packed."""
+    backend = _open(tmp_path)
+    hub, side = build.cue("hub"), build.cue("side")
+    for i in range(40):
+        assoc = [Association(f"e{i:05d}", f"e{i - 1:05d}", 0.5, "semantic")] if i else []
+        cues = [hub, side] if i % 3 == 0 else [hub]
+        backend.add_memory(build.engram(i, content=f"memory number {i} words"), cues, assoc)
+    backend.close()
+    again = _open(tmp_path)
+    ids = [f"e{i:05d}" for i in range(45)]
+    try:
+        again.delete_engrams(["e00005", "e00012"])  # packed on both sides of their edges
+        again.strengthen_engrams([EngramUpdate("e00020", access_count=9)])
+        again.update_engrams([EngramUpdate("e00021", importance=0.9)])
+        link = [Association("e00041", "e00002", 0.7, "temporal")]
+        again.add_memory(build.engram(41, content="a late memory"), [side], link)
+        again.add_memory(build.engram(42, content="another late one"), [hub, side], [])
+        between_packed = Association("e00030", "e00002", 0.6, "causal")
+        again.import_records([], [], [], [between_packed], [])
+        again.delete_orphan_cues()
+        again.flush_strengthening()
+        want = _everything(again.inner, ids)
+        assert _everything(again, ids) == want
+    finally:
+        again.close()
+    with capture_logs() as logs:
+        third = _open(tmp_path)
+    try:
+        assert _loaded_from(logs) == "snapshot"
+        assert _everything(third, ids) == want
+    finally:
+        third.close()

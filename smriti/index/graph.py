@@ -3,18 +3,23 @@
 Rows hold an engram's fields without its embedding (``smriti.index.vectors`` holds
 those); cue -> engram lists are kept most important first where recall needs them
 (``smriti.index.ranking``). Every structure shares one id object per engram and cue
-(ids read back with a million links were otherwise separate strings).
+(ids read back with a million links were otherwise separate strings). A loaded graph
+keeps its rows and edges packed in arrays (``adopt``, ``smriti.index.packed``) and
+unpacks a memory's only when something touches it.
 """
 
 from __future__ import annotations
 
 import heapq
 import threading
-from collections.abc import Iterable, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 
+from smriti.index.packed import LazyMap, Packed
 from smriti.index.ranking import TopByImportance
 from smriti.index.text import TextIndex, document_terms
 from smriti.model import Association, Engram, Link
@@ -27,6 +32,26 @@ FIELDS = (
 POS = {f: i for i, f in enumerate(FIELDS)}
 #: Each row also holds its key: the one id object that every structure shares.
 _KEY = len(FIELDS)
+
+
+def edge_converter(relations: Sequence[str]) -> Callable[[tuple[np.ndarray, ...]], list[object]]:
+    """The ``Packed`` converter of association columns (strength, relation, creation time)
+    to the values the graph holds: relations index ``relations``, times are POSIX
+    seconds (NaN: none)."""
+    when = datetime.fromtimestamp
+
+    def convert(columns: tuple[np.ndarray, ...]) -> list[object]:
+        s, r, t = columns
+        return [
+            (sv, relations[rv], None if tv != tv else when(tv, UTC))
+            for sv, rv, tv in zip(s.tolist(), r.tolist(), t.tolist(), strict=True)
+        ]
+
+    return convert
+
+
+def _strengths(columns: tuple[np.ndarray, ...]) -> list[object]:
+    return columns[0].tolist()  # type: ignore[no-any-return]
 
 
 def utc(value: datetime | None) -> datetime | None:
@@ -43,13 +68,15 @@ class Graph:
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
-        self.rows: dict[str, list[object]] = {}
-        self.e2c: dict[str, dict[str, float]] = {}
-        self.c2e: dict[str, dict[str, float]] = {}
-        self.out: dict[str, dict[str, tuple[float, str, datetime | None]]] = {}
-        self.inn: dict[str, dict[str, tuple[float, str, datetime | None]]] = {}
+        self.rows: LazyMap[list[object]] = LazyMap()
+        self.e2c: LazyMap[dict[str, float]] = LazyMap()
+        self.c2e: LazyMap[dict[str, float]] = LazyMap()
+        self.out: LazyMap[dict[str, tuple[float, str, datetime | None]]] = LazyMap()
+        self.inn: LazyMap[dict[str, tuple[float, str, datetime | None]]] = LazyMap()
         #: One shared object per cue id (see ``_KEY``).
         self.cue_ids: dict[str, str] = {}
+        #: The relation names the packed associations' relation indexes refer to.
+        self.relations: list[str] = []
         self.text = TextIndex()
         self.ranking = TopByImportance()
 
@@ -176,11 +203,17 @@ class Graph:
     # -- reads ---------------------------------------------------------------------------
     def engrams_for_cue(self, cue: str, limit: int) -> list[tuple[str, float]]:
         with self.lock:
-            members = self.c2e.get(cue)
-            if not members or limit <= 0:
+            count = self.c2e.size(cue)
+            if not count or limit <= 0:
                 return []
-            rows = self.rows
-            return self.ranking.best(cue, limit, members, lambda k: rows[k][3])  # type: ignore[arg-type,return-value]
+            rows, c2e = self.rows, self.c2e
+            return self.ranking.best(
+                cue,
+                limit,
+                lambda: c2e.get(cue, {}),
+                lambda k: rows[k][3],
+                count,  # type: ignore[arg-type,index]
+            )
 
     def rank_hubs(self) -> None:
         """Compute the importance lists of every cue with more members than a list holds.
@@ -190,13 +223,106 @@ class Graph:
         smaller cues are computed when first asked for, at little cost.
         """
         with self.lock:
-            rows, cap = self.rows, self.ranking.CAP
-            for cue, members in self.c2e.items():
-                if len(members) > cap:
-                    self.ranking.best(cue, cap, members, lambda k: rows[k][3])  # type: ignore[arg-type]
+            rows, cap, c2e = self.rows, self.ranking.CAP, self.c2e
+            for cue in list(c2e):
+                count = c2e.size(cue)
+                if count > cap:
+                    members = c2e.peek(cue)  # not kept unpacked: the list is what recall reads
+                    self.ranking.best(cue, cap, members or {}, lambda k: rows[k][3], count)  # type: ignore[arg-type,index]
 
     def degree(self, cue: str) -> int:
-        return len(self.c2e.get(cue, ()))
+        return self.c2e.size(cue)
+
+    # -- packed loading ----------------------------------------------------------------
+    def adopt_rows(self, ids: list[str], row: Callable[[int], list[object]]) -> dict[str, int]:
+        """Take the rows of an empty graph packed: ``row(s)`` builds the row of
+        ``ids[s]`` (whose key object is ``ids[s]``) when first read. Returns the slots."""
+        slots = {k: i for i, k in enumerate(ids)}
+        self.rows = LazyMap(slots, row)
+        return slots
+
+    def adopt_edges(
+        self,
+        ids: list[str],
+        slots: dict[str, int],
+        cues: list[str],
+        links: tuple[np.ndarray, np.ndarray, np.ndarray],
+        edges: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        relations: list[str],
+    ) -> None:
+        """Take EncodedBy and AssociatedWith edges into a graph that has none, packed.
+
+        Slots index ``ids`` (engrams; ``slots`` is the inverse) and ``cues``. ``links``
+        are (engram slots, cue slots, strengths), ``edges`` (source slots, target slots,
+        strengths, relations as indexes into ``relations``, creation times as POSIX
+        seconds or NaN)."""
+        cue_slots = {c: i for i, c in enumerate(cues)}
+        for cue in cues:
+            self.cue_ids.setdefault(cue, cue)
+        e, c, strength = links
+        column = (np.asarray(strength, dtype=np.float64),)
+        self.e2c = Packed.from_pairs(ids, e, c, cues, column, _strengths).lazy_map(slots)  # type: ignore[assignment]
+        self.c2e = Packed.from_pairs(cues, c, e, ids, column, _strengths).lazy_map(cue_slots)  # type: ignore[assignment]
+        src, dst, *columns = edges
+        self.relations = list(relations)
+        values, convert = tuple(columns), edge_converter(self.relations)
+        self.out = Packed.from_pairs(ids, src, dst, ids, values, convert).lazy_map(slots)  # type: ignore[assignment]
+        self.inn = Packed.from_pairs(ids, dst, src, ids, values, convert).lazy_map(slots)  # type: ignore[assignment]
+
+    def export_links(
+        self, slot: dict[str, int], cue_slot: dict[str, int]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(engram slots, cue slots, strengths) of every link between keys of ``slot``
+        and ``cue_slot``, taken from the packed lists without unpacking them."""
+        live, skip = self.e2c.touched()
+        parts = []
+        packed = self.e2c.packed
+        if packed is not None:
+            src, dst, (strength,) = packed.pairs(skip)
+            parts.append(_renumbered(src, dst, (strength,), packed, slot, cue_slot))
+        e, c, s = array("i"), array("i"), array("d")
+        for key, cues in live.items():
+            i = slot.get(key)
+            for cue, value in cues.items() if i is not None else ():
+                j = cue_slot.get(cue)
+                if j is not None:
+                    e.append(i)  # type: ignore[arg-type]
+                    c.append(j)
+                    s.append(value)
+        parts.append((_ints(e), _ints(c), (np.frombuffer(s, np.float64),)))
+        return _joined(parts, 1)  # type: ignore[return-value]
+
+    def export_edges(self, slot: dict[str, int]) -> tuple[Any, ...]:
+        """(source slots, target slots, strengths, relation indexes, creation times,
+        relation names) of every association between keys of ``slot``, as
+        ``adopt_edges`` takes them, without unpacking the packed lists."""
+        live, skip = self.out.touched()
+        names: dict[str, int] = {}
+        parts = []
+        packed = self.out.packed
+        if packed is not None:
+            src, dst, (s, r, t) = packed.pairs(skip)
+            known = np.array([names.setdefault(n, len(names)) for n in self.relations], np.int16)
+            r = known[r] if known.size else r
+            parts.append(_renumbered(src, dst, (s, r, t), packed, slot, slot))
+        a, b, s, r, t = (array(code) for code in "iidhd")
+        for key, out in live.items():
+            i = slot.get(key)
+            for other, (strength, relation, created) in out.items() if i is not None else ():
+                j = slot.get(other)
+                if j is not None:
+                    a.append(i)  # type: ignore[arg-type]
+                    b.append(j)
+                    s.append(strength)
+                    r.append(names.setdefault(relation, len(names)))
+                    t.append(np.nan if created is None else created.timestamp())
+        columns = (np.frombuffer(s, np.float64), np.frombuffer(r, np.int16), np.frombuffer(t))
+        parts.append((_ints(a), _ints(b), columns))
+        return (*_joined(parts, 3), list(names))
+
+    def unpacked(self) -> int:
+        """How many edges are held as dicts rather than packed (for the memory estimate)."""
+        return sum(m.unpacked() for m in (self.e2c, self.c2e, self.out, self.inn))
 
     def links_of(self, keys: Sequence[str]) -> list[Link]:
         with self.lock:
@@ -218,3 +344,35 @@ class Graph:
                         src, dst = (key, other) if side == 0 else (other, key)
                         found[(src, dst)] = Association(src, dst, strength, rel, created)
         return list(found.values())
+
+
+def _ints(values: array) -> np.ndarray:  # type: ignore[type-arg]
+    return np.frombuffer(values, np.int32) if len(values) else np.zeros(0, np.int32)
+
+
+def _renumbered(
+    src: np.ndarray,
+    dst: np.ndarray,
+    columns: tuple[np.ndarray, ...],
+    packed: Packed,
+    slot: dict[str, int],
+    target_slot: dict[str, int],
+) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...]]:
+    """Packed pairs renumbered from the packed lists' slots to ``slot`` / ``target_slot``
+    (pairs with an end in neither are dropped)."""
+    new_src = np.array([slot.get(k, -1) for k in packed.keys], dtype=np.int64)
+    new_dst = np.array([target_slot.get(k, -1) for k in packed.names], dtype=np.int64)
+    a = new_src[src] if new_src.size else src
+    b = new_dst[dst] if new_dst.size else dst
+    keep = (a >= 0) & (b >= 0)
+    return a[keep].astype(np.int32), b[keep].astype(np.int32), tuple(c[keep] for c in columns)
+
+
+def _joined(
+    parts: list[tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...]]], width: int
+) -> tuple[np.ndarray, ...]:
+    """Concatenate export parts: (sources, targets, *columns)."""
+    sources = np.concatenate([p[0] for p in parts]).astype(np.int32)
+    targets = np.concatenate([p[1] for p in parts]).astype(np.int32)
+    columns = [np.concatenate([p[2][i] for p in parts]) for i in range(width)]
+    return (sources, targets, *columns)

@@ -35,14 +35,21 @@ class TopByImportance:
         self,
         cue: str,
         limit: int,
-        members: Mapping[str, float],
+        members: Mapping[str, float] | Callable[[], Mapping[str, float]],
         importance: Callable[[str], float],
+        count: int | None = None,
     ) -> list[tuple[str, float]]:
-        """The ``limit`` most important members of ``cue`` as (engram id, strength)."""
+        """The ``limit`` most important members of ``cue`` as (engram id, strength).
+
+        ``members`` may be a function returning them, called only when the cached list
+        cannot answer; ``count`` is then how many members there are."""
         entries = self.lists.get(cue)
-        if entries is None or len(entries) < min(limit, len(members)):
+        if count is None:
+            count = len(members)  # type: ignore[arg-type]
+        if entries is None or len(entries) < min(limit, count):
             size = max(limit, self.CAP)
-            entries = heapq.nsmallest(size, ((-importance(k), k, s) for k, s in members.items()))
+            found = members() if callable(members) else members
+            entries = heapq.nsmallest(size, ((-importance(k), k, s) for k, s in found.items()))
             self.lists[cue] = entries
         return [(key, strength) for _, key, strength in entries[:limit]]
 

@@ -36,10 +36,16 @@ class RecencyOrder:
     def __len__(self) -> int:
         return len(self._of)
 
-    def load(self, keys: Iterable[Key]) -> None:
-        """Replace the contents with ``keys`` (one sort instead of many insertions)."""
-        self._of = {k[2]: k for k in keys}
-        self._base, self._head = sorted(self._of.values()), []
+    def load(self, keys: Iterable[Key], ordered: bool = False) -> None:
+        """Replace the contents with ``keys`` (one sort instead of many insertions);
+        ``ordered``: they are already in listing order, each id once."""
+        if ordered:
+            self._base = list(keys)
+            self._of = {k[2]: k for k in self._base}
+        else:
+            self._of = {k[2]: k for k in keys}
+            self._base = sorted(self._of.values())
+        self._head = []
 
     def put(self, key: Key) -> None:
         """Insert or move one memory."""

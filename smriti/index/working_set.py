@@ -12,6 +12,7 @@ after the backend committed.
 from __future__ import annotations
 
 import threading
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -53,13 +54,13 @@ class WorkingSet:
     def nbytes(self) -> int:
         """An estimate of the memory held, for the working-set budget."""
         dims = self.vectors.dims or 0
-        rows = len(self.graph.rows)
-        links = sum(len(m) for m in self.graph.e2c.values())
-        edges = sum(len(m) for m in self.graph.out.values())
+        graph = self.graph
+        packed = graph.e2c.total() + graph.out.total()
         return (
-            rows * (dims * 5 + 900)
+            len(graph.rows) * (dims * 5 + 900)
             + len(self.cues_by_id) * (dims * 4 + 300)
-            + (links + edges) * 220
+            + packed * 40  # both directions, as arrays
+            + graph.unpacked() * 110
         )
 
     # -- loading ------------------------------------------------------------------------
@@ -70,7 +71,10 @@ class WorkingSet:
         links: Iterable[Link],
         associations: Iterable[Association],
     ) -> None:
-        """Fill an empty working set from a store's streams (in this order)."""
+        """Fill an empty working set from a store's streams (in this order).
+
+        The edges are packed as they arrive (``Graph.adopt_edges``): a million links
+        held as dicts would take ~200 bytes each."""
         self.put_cues(cues)
         batch: list[Engram] = []
         for e in engrams:
@@ -80,12 +84,17 @@ class WorkingSet:
                 batch = []
         self.put_engrams(batch, ordered=False)
         with self.lock:
+            rows = self.graph.rows
             self.recency.load(
                 order_key(k, r[POS["last_accessed_at"]], r[POS["created_at"]])  # type: ignore[arg-type]
-                for k, r in self.graph.rows.items()
+                for k, r in rows.items()
             )
-        self.graph.put_links((lk.engram_id, lk.cue_id, float(lk.strength)) for lk in links)
-        self.graph.put_associations(associations, undated=None)
+            ids = [r[-1] for r in rows.values()]  # the rows' own key objects
+            cue_keys = list(self.cues_by_id)
+            slots = {k: i for i, k in enumerate(ids)}
+            packed_links = _pack_links(links, slots, {c: i for i, c in enumerate(cue_keys)})
+            packed_edges, relations = _pack_associations(associations, slots)
+            self.graph.adopt_edges(ids, slots, cue_keys, packed_links, packed_edges, relations)
         self.graph.rank_hubs()
 
     # -- changes (after the backend committed them) ------------------------------------
@@ -181,7 +190,7 @@ class WorkingSet:
         """Drop the cues no engram is EncodedBy (``delete_orphan_cues`` deleted them)."""
         with self.lock:
             members = self.graph.c2e
-            orphans = [c for c in self.cues_by_id if not members.get(c)]
+            orphans = [c for c in self.cues_by_id if not members.size(c)]
             for cue_id in orphans:
                 cue = self.cues_by_id.pop(cue_id)
                 self.cues_by_key.pop(normalise_cue_name(cue.name), None)
@@ -302,3 +311,56 @@ class WorkingSet:
 
 def _no_vector(engram_id: str) -> None:
     return None
+
+
+def _pack_links(
+    links: Iterable[Link], slots: dict[str, int], cue_slots: dict[str, int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(engram slots, cue slots, strengths) of the links between known ends, each pair
+    once (the last one read wins, as a dict would keep it)."""
+    e, c, s = array("i"), array("i"), array("d")
+    for link in links:
+        i, j = slots.get(link.engram_id), cue_slots.get(link.cue_id)
+        if i is not None and j is not None:
+            e.append(i)
+            c.append(j)
+            s.append(float(link.strength))
+    arrays = _last_of_each(
+        np.frombuffer(e, np.int32), np.frombuffer(c, np.int32), max(len(cue_slots), 1)
+    )
+    return arrays[0], arrays[1], np.frombuffer(s, np.float64)[arrays[2]]
+
+
+def _pack_associations(
+    associations: Iterable[Association], slots: dict[str, int]
+) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], list[str]]:
+    """The associations between known engrams as ``Graph.adopt_edges`` takes them, and
+    the relation names."""
+    a, b, s, r, t = array("i"), array("i"), array("d"), array("h"), array("d")
+    relations: dict[str, int] = {}
+    for edge in associations:
+        i, j = slots.get(edge.source_id), slots.get(edge.target_id)
+        if i is not None and j is not None:
+            a.append(i)
+            b.append(j)
+            s.append(float(edge.strength))
+            r.append(relations.setdefault(edge.relation_type, len(relations)))
+            t.append(np.nan if edge.created_at is None else edge.created_at.timestamp())
+    src, dst, keep = _last_of_each(
+        np.frombuffer(a, np.int32), np.frombuffer(b, np.int32), max(len(slots), 1)
+    )
+    columns = (np.frombuffer(s, np.float64), np.frombuffer(r, np.int16), np.frombuffer(t))
+    return (src, dst, *(c[keep] for c in columns)), list(relations)  # type: ignore[return-value]
+
+
+def _last_of_each(
+    first: np.ndarray, second: np.ndarray, width: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``first`` and ``second`` with repeated pairs dropped but the last, and the
+    indexes kept."""
+    if not first.size:
+        return first.copy(), second.copy(), np.zeros(0, np.int64)
+    pair = first.astype(np.int64) * width + second
+    _, last_from_end = np.unique(pair[::-1], return_index=True)
+    keep = np.sort(pair.size - 1 - last_from_end)
+    return first[keep], second[keep], keep

@@ -1,0 +1,215 @@
+"""Mappings whose entries stay packed in arrays until something touches them.
+
+At 100,000 memories the working set holds about a million EncodedBy links and 300,000
+associations. As dicts of dicts they cost some 200 bytes each and seconds to build,
+which is most of a large store's start time and of its memory. Here they are loaded
+as sorted arrays (one row range per key, as in a CSR matrix), and a key's dict is
+built the first time recall or a write touches it; everything else stays packed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Collection, Iterator, MutableMapping, Sequence
+from typing import TypeVar
+
+import numpy as np
+
+V = TypeVar("V")
+
+
+class LazyMap(MutableMapping[str, V]):
+    """A dict whose base entries are built by ``build(slot)`` when first read.
+
+    ``slots`` maps each base key to its slot; ``size(slot)`` says how large a base
+    entry is without building it (``size`` below). Once built, set or deleted, a key
+    lives in an ordinary dict and its base entry is never used again. Building and
+    deleting take a small lock of their own, so a read that builds an entry while
+    another thread deletes it cannot bring it back.
+    """
+
+    def __init__(
+        self,
+        slots: dict[str, int] | None = None,
+        build: Callable[[int], V] | None = None,
+        size: Callable[[int], int] | None = None,
+    ) -> None:
+        self._slots = slots if slots is not None else {}
+        self._build = build
+        self._size = size
+        self._live: dict[str, V] = {}
+        #: Base keys whose entry was built, replaced or deleted.
+        self._taken: set[str] = set()
+        self._lock = threading.Lock()
+        #: The packed lists behind the base entries, when they are ``Packed`` lists.
+        self.packed: Packed | None = None
+
+    def touched(self) -> tuple[dict[str, V], list[int]]:
+        """The entries held unpacked (a copy), and the slots of the base entries that no
+        longer count (unpacked, replaced or deleted): with ``Packed.pairs(skip=...)``,
+        an export of every entry that unpacks nothing."""
+        with self._lock:
+            slots = self._slots
+            return dict(self._live), [slots[k] for k in self._taken]
+
+    def _base_slot(self, key: str) -> int | None:
+        slot = self._slots.get(key)
+        return None if slot is None or key in self._taken else slot
+
+    def __getitem__(self, key: str) -> V:
+        try:
+            return self._live[key]
+        except KeyError:
+            pass
+        with self._lock:
+            if key in self._live:
+                return self._live[key]
+            slot = self._base_slot(key)
+            if slot is None or self._build is None:
+                raise KeyError(key)
+            value = self._live[key] = self._build(slot)
+            self._taken.add(key)
+            return value
+
+    def __setitem__(self, key: str, value: V) -> None:
+        with self._lock:
+            self._live[key] = value
+            if key in self._slots:
+                self._taken.add(key)
+
+    def __delitem__(self, key: str) -> None:
+        with self._lock:
+            if key in self._live:
+                del self._live[key]
+            elif self._base_slot(key) is not None:
+                self._taken.add(key)
+            else:
+                raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._live or (isinstance(key, str) and self._base_slot(key) is not None)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from list(self._live)
+        taken = self._taken
+        yield from (k for k in list(self._slots) if k not in taken)
+
+    def __len__(self) -> int:
+        return len(self._live) + len(self._slots) - len(self._taken)
+
+    def peek(self, key: str) -> V | None:
+        """The entry of ``key`` (None if absent), built for this call only when it is
+        still packed: for walks over every entry that should not unpack them all."""
+        live = self._live.get(key)
+        if live is not None:
+            return live
+        slot = self._base_slot(key)
+        if slot is None or self._build is None:
+            return self._live.get(key)  # set by another thread meanwhile, or absent
+        return self._build(slot)
+
+    def walk(self) -> Iterator[tuple[str, V]]:
+        """Every (key, entry), built for the walk only (see ``peek``)."""
+        for key in self:
+            value = self.peek(key)
+            if value is not None:
+                yield key, value
+
+    def size(self, key: str) -> int:
+        """``len(self[key])`` without building it (0 for an absent key)."""
+        live = self._live.get(key)
+        if live is not None:
+            return len(live)  # type: ignore[arg-type]
+        slot = self._base_slot(key)
+        if slot is None:
+            return 0
+        if self._size is None:
+            return len(self[key])  # type: ignore[arg-type]
+        return self._size(slot)
+
+    def unpacked(self) -> int:
+        """The sum of the sizes of the entries held unpacked."""
+        return sum(len(v) for v in list(self._live.values()))  # type: ignore[arg-type]
+
+    def total(self) -> int:
+        """The sum of every entry's size (``size``), without building any."""
+        return sum(self.size(k) for k in list(self._live)) + sum(
+            self._size(s) if self._size is not None else 0
+            for k, s in self._slots.items()
+            if k not in self._taken
+        )
+
+
+class Packed:
+    """Lists of (name, value) per key slot, sorted by slot: a CSR matrix with names.
+
+    ``targets[offsets[s]:offsets[s + 1]]`` are the slots, in ``names``, of what key slot
+    ``s`` (named ``keys[s]``) points to; ``columns`` hold the values of the same range as
+    arrays and ``convert`` turns slices of them into the values a dict entry holds.
+    """
+
+    def __init__(
+        self,
+        keys: Sequence[str],
+        offsets: np.ndarray,
+        targets: np.ndarray,
+        names: Sequence[str],
+        columns: tuple[np.ndarray, ...],
+        convert: Callable[[tuple[np.ndarray, ...]], list[object]],
+    ) -> None:
+        self.keys = keys
+        self.offsets = offsets
+        self.targets = targets
+        self.names = names
+        self.columns = columns
+        self.convert = convert
+
+    @classmethod
+    def from_pairs(
+        cls,
+        keys: Sequence[str],
+        sources: np.ndarray,
+        targets: np.ndarray,
+        names: Sequence[str],
+        columns: tuple[np.ndarray, ...],
+        convert: Callable[[tuple[np.ndarray, ...]], list[object]],
+    ) -> Packed:
+        """Group the pairs ``(sources[i], targets[i])``, whose values are ``columns[.][i]``,
+        by source slot (slots index ``keys``, targets index ``names``)."""
+        order = np.argsort(sources, kind="stable")
+        counts = np.bincount(sources, minlength=len(keys))
+        offsets = np.zeros(len(keys) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        ordered = tuple(np.ascontiguousarray(c[order]) for c in columns)
+        return cls(keys, offsets, np.ascontiguousarray(targets[order]), names, ordered, convert)
+
+    def size(self, slot: int) -> int:
+        """How many entries key slot ``slot`` has."""
+        return int(self.offsets[slot + 1] - self.offsets[slot])
+
+    def build(self, slot: int) -> dict[str, object]:
+        """The dict {name: value} of key slot ``slot``."""
+        lo, hi = int(self.offsets[slot]), int(self.offsets[slot + 1])
+        names = self.names
+        values = self.convert(tuple(c[lo:hi] for c in self.columns))
+        return dict(zip([names[t] for t in self.targets[lo:hi].tolist()], values, strict=True))
+
+    def lazy_map(self, slots: dict[str, int]) -> LazyMap[dict[str, object]]:
+        """A LazyMap over these lists, keyed by ``slots`` (the inverse of ``keys``)."""
+        lazy: LazyMap[dict[str, object]] = LazyMap(slots, self.build, self.size)
+        lazy.packed = self
+        return lazy
+
+    def pairs(
+        self, skip: Collection[int] = ()
+    ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...]]:
+        """(source slots, target slots, columns) of every entry, without the key slots in
+        ``skip``: an export that unpacks nothing."""
+        counts = np.diff(self.offsets)
+        sources = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
+        if not skip:
+            return sources, self.targets, self.columns
+        keep = np.ones(counts.size, dtype=bool)
+        keep[np.fromiter(skip, dtype=np.int64, count=len(skip))] = False
+        kept = keep[sources]
+        return sources[kept], self.targets[kept], tuple(c[kept] for c in self.columns)
