@@ -9,7 +9,7 @@ before it writes anything, so a process that dies after writing leaves a snapsho
 is never used. Deleting the directory is always safe.
 
 Layout of ``{STORAGE_LOCATION}/{user}/working-set/``: ``vec_units.npy`` and
-``vec_codes.npy`` (the vectors and their int8 copy, memory-mapped at load), ``arrays.npz``
+``vec_codes.npy`` (the vectors and their int8 copy, read into the cache), ``arrays.npz``
 (the other numbers; no pickles anywhere), ``strings.json`` (ids, texts, names) and
 ``meta.json`` (format and stamp), written last.
 """
@@ -36,7 +36,7 @@ STAMP_KEY = "working_set.snapshot"
 #: The stamp of a store written since its snapshot was saved.
 DIRTY = "dirty"
 FORMAT = 2
-#: Arrays saved as .npy files of their own and memory-mapped at load.
+#: Arrays saved as .npy files of their own and read straight into the vector cache.
 LARGE = ("vec_units", "vec_codes")
 _TIMES = (POS["created_at"], POS["last_accessed_at"])
 
@@ -48,7 +48,7 @@ def save(ws: WorkingSet, directory: Path, stamp: str) -> None:
         if directory.exists():
             shutil.rmtree(directory)
         directory.mkdir(parents=True)
-        for name in LARGE:  # memory-mapped at load: no second copy while restoring
+        for name in LARGE:  # files of their own: read straight into the cache at load
             with (directory / f"{name}.npy").open("wb") as fh:
                 np.save(fh, arrays.pop(name), allow_pickle=False)
                 _sync(fh)
@@ -131,6 +131,7 @@ def _collect(ws: WorkingSet) -> tuple[dict[str, np.ndarray], dict[str, Any], int
         "rank_size": np.array(rank_size, dtype=np.int32),
         "rank_e": np.array(rank_e, dtype=np.int32),
         "rank_s": np.array(rank_s, dtype=np.float64),
+        "listing": np.array([slot[k] for k in ws.recency.newest() if k in slot], np.int32),
         "vec_units": vec_units,
         "vec_norms": vec_norms,
         "vec_labels": vec_labels,
@@ -174,17 +175,22 @@ def load(directory: Path) -> WorkingSet:
     """The working set saved in ``directory`` (raises on a missing or damaged file)."""
     with np.load(directory / "arrays.npz", allow_pickle=False) as npz:
         a = {name: npz[name] for name in npz.files}
-    for name in LARGE:
-        a[name] = np.load(directory / f"{name}.npy", mmap_mode="r", allow_pickle=False)
     strings = json.loads((directory / "strings.json").read_text(encoding="utf-8"))
     ids: list[str] = strings["ids"]
     n = len(ids)
     ws = WorkingSet(capacity=n + n // 16 + 64)
+    for name in LARGE:  # read into the cache's own arrays: no copy, no second buffer
+        a[name] = _read_rows(directory / f"{name}.npy", ws.vectors.capacity_for(n))
     ws.labels.update(strings["labels"])
     graph = ws.graph
     slots = graph.adopt_rows(ids, _row_builder(ids, strings["rows"], a["numbers"], a["times"]))
     times = a["times"]
-    ws.recency.load(_listing_order(ids, times), ordered=True)
+    if "listing" in a and a["listing"].size == n:
+        accessed, created = (-times[:, 1]).tolist(), (-times[:, 0]).tolist()
+        order = a["listing"].tolist()
+        ws.recency.load([(accessed[i], created[i], ids[i]) for i in order], ordered=True)
+    else:
+        ws.recency.load(zip((-times[:, 1]).tolist(), (-times[:, 0]).tolist(), ids, strict=True))
     _load_text(graph.text, ids, strings["terms"], a)
     cues = [Cue(c, name, kind) for c, name, kind in strings["cues"]]
     cue_keys = [c.id for c in cues]
@@ -221,17 +227,26 @@ def _row_builder(
     return row
 
 
-def _listing_order(ids: list[str], times: np.ndarray) -> list[tuple[float, float, str]]:
-    """The recency keys of ``ids`` in listing order, sorted by numpy (``sorted`` on 100,000
-    tuples takes a quarter of a second)."""
-    if not ids:
-        return []
-    by_id = np.argsort(np.array(ids, dtype=object), kind="stable")
-    id_rank = np.empty(len(ids), dtype=np.int64)
-    id_rank[by_id] = np.arange(len(ids))
-    order = np.lexsort((id_rank, -times[:, 0], -times[:, 1])).tolist()
-    accessed, created = (-times[:, 1]).tolist(), (-times[:, 0]).tolist()
-    return [(accessed[i], created[i], ids[i]) for i in order]
+def _read_rows(path: Path, capacity: int) -> np.ndarray:
+    """The array saved at ``path`` (a .npy file), in an array of at least ``capacity``
+    rows whose rows past the saved ones are zeros."""
+    with path.open("rb") as fh:
+        version = np.lib.format.read_magic(fh)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+        else:
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+        if fortran or dtype.hasobject or not shape:
+            raise ValueError(f"{path.name}: not a C-ordered array of numbers")
+        out = np.zeros((max(capacity, shape[0]), *shape[1:]), dtype=dtype)
+        view = memoryview(out[: shape[0]].reshape(-1).view(np.uint8))
+        done = 0
+        while done < view.nbytes:
+            got = fh.readinto(view[done:])
+            if not got:
+                raise ValueError(f"{path.name}: truncated")
+            done += got
+    return out
 
 
 def _load_text(text: Any, ids: list[str], terms: list[str], a: dict[str, np.ndarray]) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -42,6 +43,22 @@ RESCORE_MAX_SHARE = 0.25
 #: simsimd threads for the int8 scan: it is compute-bound (100k x 384 on this 2-core
 #: machine: 3.4 ms on one thread, 1.8 ms on two).
 SCAN_THREADS = min(os.cpu_count() or 1, 8)
+
+
+def _taken(values: np.ndarray, capacity: int, dtype: Any) -> np.ndarray:
+    """``values`` with ``capacity`` rows: the array itself when it already has them (and
+    is a writable array of ``dtype``), else a copy padded with zeros."""
+    if (
+        values.shape[0] == capacity
+        and values.dtype == dtype
+        and values.flags.writeable
+        and values.flags.c_contiguous
+        and not isinstance(values, np.memmap)
+    ):
+        return values
+    out = np.zeros((capacity, *values.shape[1:]), dtype=dtype)
+    out[: values.shape[0]] = values
+    return out
 
 
 class QuantisedRows:
@@ -366,32 +383,40 @@ class VectorCache:
         columns: list[np.ndarray] | None = None,
     ) -> None:
         """Fill an empty cache with ``export``'s arrays; with its int8 ``columns`` (of the
-        same dimensions) nothing is quantised again."""
+        same dimensions) nothing is quantised again.
+
+        ``units`` and the columns may hold more rows than ``ids`` (``capacity_for``):
+        those past ``len(ids)`` are then the cache's spare capacity and the arrays are
+        taken as they are, not copied (a copy of 100,000 rows would cost time and, while
+        it lasts, twice their memory)."""
         n = len(ids)
         if n == 0:
             return
         with self._lock:
             dims = int(units.shape[1])
-            cap = max(self._capacity, n + n // 16)
+            cap = max(self.capacity_for(n), int(units.shape[0]))
             self.dims = dims
-            self._matrix = np.zeros((cap, dims), dtype=np.float32)
-            self._matrix[:n] = units
-            self._norms = np.zeros(cap, dtype=np.float32)
-            self._norms[:n] = norms
-            self._labels = np.zeros(cap, dtype=np.int16)
-            self._labels[:n] = labels
+            self._matrix = _taken(units, cap, np.float32)
+            self._norms = _taken(norms, cap, np.float32)
+            self._labels = _taken(labels, cap, np.int16)
             self._ids = list(ids)
             self._index = {k: i for i, k in enumerate(self._ids)}
             if simsimd is None:
                 return
-            self._quant = QuantisedRows(cap, dims)
-            if columns and columns[0].shape == (n, dims):
+            if columns and columns[0].shape[1:] == (dims,) and columns[0].shape[0] >= n:
+                self._quant = QuantisedRows(0, dims)
                 for name, column in zip(("codes", "bias", "scale", "l1"), columns, strict=True):
-                    getattr(self._quant, name)[:n] = column
+                    kind = getattr(self._quant, name).dtype
+                    setattr(self._quant, name, _taken(column, cap, kind))
                 self._quantised = n
             else:
+                self._quant = QuantisedRows(cap, dims)
                 self._quantised = 0
                 self._quantise_new()
+
+    def capacity_for(self, rows: int) -> int:
+        """The capacity ``restore`` gives this cache when it restores ``rows`` rows."""
+        return max(self._capacity, rows + rows // 16)
 
     def clear(self) -> None:
         """Forget every row (used when the store is closed)."""
