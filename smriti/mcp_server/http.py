@@ -47,7 +47,7 @@ from pydantic import AnyHttpUrl
 from starlette.authentication import AuthCredentials
 from starlette.requests import Request
 
-from smriti.auth import SmritiTokenVerifier, build_verifier
+from smriti.auth.verifier import SmritiTokenVerifier, build_verifier
 from smriti.errors import ConfigError
 from smriti.logs import get_logger
 from smriti.mcp_server.tools import needed_scope

@@ -29,7 +29,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver.exceptions import ToolError
 
-from smriti.auth import ScopeNames
+from smriti.auth.verifier import ScopeNames
 from smriti.logs import get_logger
 
 if TYPE_CHECKING:

@@ -220,7 +220,7 @@ async def _one_user(url: str, user: _User, streams: int, report: Report) -> None
 
 
 async def _call(session: Any, user: _User, kind: str, report: Report) -> None:
-    name, args = _arguments(user, kind)
+    kind, name, args = _arguments(user, kind)
     began = time.monotonic()
     try:
         result = await session.call_tool(name, args)
@@ -244,21 +244,24 @@ async def _call(session: Any, user: _User, kind: str, report: Report) -> None:
         report.leaks.append((user.name, f"stats of {data['stats'].get('user')}"))
 
 
-def _arguments(user: _User, kind: str) -> tuple[str, dict[str, Any]]:
+def _arguments(user: _User, kind: str) -> tuple[str, str, dict[str, Any]]:
+    """(kind, tool, arguments) of the next call; a forget with nothing to forget yet is
+    a stats call."""
     user.counter += 1
     if kind == "store":
         content = f"{user.word} note {user.counter} of {user.name} about topic{user.counter % 5}"
-        return "smriti_store", {"content": content, "tags": user.name}
+        return kind, "smriti_store", {"content": content, "tags": user.name}
     if kind == "recall":
-        return "smriti_recall", {"query": f"{user.word} topic{user.counter % 5}", "limit": 10}
+        query = f"{user.word} topic{user.counter % 5}"
+        return kind, "smriti_recall", {"query": query, "limit": 10}
     if kind == "list":
-        return "smriti_recall", {"query": "", "mode": "list", "limit": 20}
+        return kind, "smriti_recall", {"query": "", "mode": "list", "limit": 20}
     kept = sorted(user.stored - user.forgotten)
     if kind == "forget" and kept:
         victim = kept[user.counter % len(kept)]
         user.forgotten.add(victim)  # claimed now, so another stream does not pick it too
-        return "smriti_manage", {"action": "forget", "memory_id": victim}
-    return "smriti_manage", {"action": "stats"}
+        return kind, "smriti_manage", {"action": "forget", "memory_id": victim}
+    return "stats", "smriti_manage", {"action": "stats"}
 
 
 def _check_results(user: _User, results: list[dict[str, Any]], report: Report) -> None:
@@ -338,12 +341,45 @@ def memory_per_user(server_pid: int, before_kb: int, storage: Path, users: int) 
     }
 
 
+async def many_users(
+    env: Mapping[str, str], root: Path, label: str, users: int = 20
+) -> dict[str, Any]:
+    """Start the server on ``env`` (its STORAGE_LOCATION under ``root``) with one API
+    key per user, run ``run_users`` and return the figures: the report's summary and
+    the memory per loaded user. The figures are appended as one JSON line to the file
+    named by ``SMRITI_HTTP_USERS_REPORT``, when set. The server must stop with 0."""
+    import json
+
+    storage = Path(env["STORAGE_LOCATION"])
+    tokens = make_keys(storage / ".api-keys.json", [f"user{i:02d}" for i in range(users)])
+    server = HttpServer({**env, "SMRITI_AUTH": "keys"}, root / f"{label}-server.log").start()
+    try:
+        assert server.proc is not None
+        await anyio.sleep(1.0)  # let the server settle before its baseline is taken
+        before = rss_kb(server.proc.pid)
+        report = await run_users(server.url, tokens)
+        figures = {"backend": label, "users": users, **report.summary()}
+        figures.update(memory_per_user(server.proc.pid, before, storage, users))
+        figures["sample_errors"] = report.errors[:3]
+    finally:
+        code = server.stop()
+    assert code == 0, server.text()[-3000:]
+    figures["leaked_ids"] = report.leaks[:5]
+    figures["lost_ids"] = report.lost[:5]
+    out = os.environ.get("SMRITI_HTTP_USERS_REPORT", "").strip()
+    if out:
+        with open(out, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(figures) + "\n")
+    return figures
+
+
 __all__ = [
     "HttpServer",
     "Report",
     "client",
     "free_port",
     "make_keys",
+    "many_users",
     "memory_per_user",
     "owner_pids",
     "rss_kb",
