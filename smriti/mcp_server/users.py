@@ -43,6 +43,11 @@ log = get_logger(__name__)
 #: How long opening a user's memory waits for the store's owner before the call goes on
 #: (it then waits for the store inside the owner connection), as for a single server.
 ATTACH_WAIT_SECONDS = 1.0
+#: Memories opened at once. Opening runs a backend's schema checks (on a shared Neo4j
+#: database, 20 at once wait on each other's schema locks: 21 s for 20 users, against
+#: a fraction of that a few at a time) or starts an owner process (CPU-bound); calls of
+#: users already open go on meanwhile.
+OPEN_SLOTS = 4
 
 
 class Memories(Protocol):
@@ -125,6 +130,7 @@ class UserMemories:
         self._loaded: OrderedDict[str, _Loaded] = OrderedDict()
         self._closing: dict[str, threading.Event] = {}
         self._closers: list[threading.Thread] = []
+        self._slots: anyio.Semaphore | None = None
 
     @asynccontextmanager
     async def use(self, ctx: Context | None, need: str) -> AsyncIterator[Service]:
@@ -174,14 +180,17 @@ class UserMemories:
         entry = self._loaded[user] = _Loaded(user)
         entry.calls += 1
         settings = dataclasses.replace(self.base, accessing_user=user)
+        if self._slots is None:
+            self._slots = anyio.Semaphore(OPEN_SLOTS)
         try:
-            entry.service = await run_engine(
-                self._open,
-                settings,
-                self.kind,
-                background=True,
-                attach_wait=ATTACH_WAIT_SECONDS,
-            )
+            async with self._slots:
+                entry.service = await run_engine(
+                    self._open,
+                    settings,
+                    self.kind,
+                    background=True,
+                    attach_wait=ATTACH_WAIT_SECONDS,
+                )
         except BaseException as exc:
             entry.error = exc
             entry.calls -= 1

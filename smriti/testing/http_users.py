@@ -342,7 +342,7 @@ def memory_per_user(server_pid: int, before_kb: int, storage: Path, users: int) 
 
 
 async def many_users(
-    env: Mapping[str, str], root: Path, label: str, users: int = 20
+    env: Mapping[str, str], root: Path, label: str, users: int = 20, prefix: str = "user"
 ) -> dict[str, Any]:
     """Start the server on ``env`` (its STORAGE_LOCATION under ``root``) with one API
     key per user, run ``run_users`` and return the figures: the report's summary and
@@ -351,7 +351,8 @@ async def many_users(
     import json
 
     storage = Path(env["STORAGE_LOCATION"])
-    tokens = make_keys(storage / ".api-keys.json", [f"user{i:02d}" for i in range(users)])
+    names = [f"{prefix}{i:02d}" for i in range(users)]
+    tokens = make_keys(storage / ".api-keys.json", names)
     server = HttpServer({**env, "SMRITI_AUTH": "keys"}, root / f"{label}-server.log").start()
     try:
         assert server.proc is not None
