@@ -84,6 +84,31 @@ MEANINGS: dict[str, str] = {
     "least recently used evicted first); a store that does not fit is read from the "
     "backend, with a warning. 0: no working set.",
     "LOG_LEVEL": "Log level (logs go to stderr).",
+    "SMRITI_AUTH": "Who may call the HTTP server: `auto` (OAuth when `SMRITI_OAUTH_ISSUER` "
+    "is set, API keys when the key file exists, else none), `none` (loopback binds only), "
+    "`keys`, `oauth`, `keys+oauth`. With any authentication each call uses its caller's "
+    "own memory. stdio ignores it.",
+    "SMRITI_API_KEYS_FILE": "The API key file of `smriti keys` (hashed keys, mode 0600); "
+    "default `{STORAGE_LOCATION}/.api-keys.json`.",
+    "SMRITI_PUBLIC_URL": "The MCP endpoint as clients reach it (e.g. "
+    "`https://memory.example.com/mcp`): the OAuth resource and default audience, an "
+    "allowed Host and Origin. Needed for OAuth on a non-loopback bind.",
+    "SMRITI_OAUTH_ISSUER": "OAuth 2.1 resource-server mode: the issuer whose JWT access "
+    "tokens are accepted (exactly as in their `iss`).",
+    "SMRITI_OAUTH_AUDIENCE": "The `aud` tokens must carry; default `SMRITI_PUBLIC_URL`.",
+    "SMRITI_OAUTH_JWKS_URL": "The issuer's signing keys; default: the `jwks_uri` of its "
+    "RFC 8414 (or OpenID) metadata.",
+    "SMRITI_OAUTH_READ_SCOPE": "The scope that grants reading (recall, stats).",
+    "SMRITI_OAUTH_WRITE_SCOPE": "The scope that grants writing (store, forget, "
+    "consolidate, sync).",
+    "SMRITI_OAUTH_USER_CLAIM": "The token claim that names the user (a valid user name).",
+    "SMRITI_ALLOWED_HOSTS": "Comma-separated Host names the HTTP server answers besides "
+    "loopback and the bound address (a name without a port matches any port); others "
+    "get 421.",
+    "SMRITI_ALLOWED_ORIGINS": "Comma-separated Origins (`https://app.example`) allowed "
+    "besides loopback and `SMRITI_PUBLIC_URL`'s; others get 403.",
+    "SMRITI_MAX_LOADED_USERS": "Users whose memory an authenticated HTTP server keeps "
+    "open; the least recently used idle one is closed for the next.",
 }
 
 OTHER_VARIABLES = """\
@@ -142,7 +167,7 @@ def default(f: Field[Any]) -> str:
     if var in COMPUTED_DEFAULTS:
         return COMPUTED_DEFAULTS[var]
     value = f.default if f.default is not MISSING else None
-    return "unset" if value in (None, "") else f"`{value}`"
+    return "unset" if value in (None, "", ()) else f"`{value}`"
 
 
 def row(f: Field[Any]) -> str:
