@@ -73,6 +73,9 @@ log = structlog.get_logger("smriti.neo4j")
 
 SCHEMA_VERSION = len(q.MIGRATIONS)
 WRITE_BATCH = 1000
+# Bulk import: edge rows are small, so a transaction carries more of them (each commit
+# costs a few milliseconds); engram rows carry two copies of an embedding each.
+IMPORT_EDGE_BATCH = 5000
 INDEX_WAIT_SECONDS = 600
 # Transient errors (deadlocks, leader switches, lost connections) are retried after
 # RETRY_FIRST seconds, doubling up to RETRY_CAP, each delay jittered by up to half,
@@ -514,18 +517,20 @@ class Neo4jBackend(StorageBackend):
         associations: Sequence[Association],
         cooccurrences: Sequence[CoOccurrence],
     ) -> None:
-        """Bulk-load records with their ids, ``WRITE_BATCH`` rows per UNWIND statement."""
-        steps: list[tuple[str, list[dict[str, Any]]]] = [
-            (q.IMPORT_ENGRAMS, [engram_props(e, self.user) for e in engrams]),
-            (q.IMPORT_CUES, [cue_props(c, self.user) for c in cues]),
-            (q.IMPORT_LINKS, [{"engram": x.engram_id, "cue": x.cue_id, "strength": x.strength}
-                              for x in links]),
-            (q.MERGE_ASSOCIATIONS, [association_row(a) for a in associations]),
-            (q.IMPORT_COOCCURS, [{"source": c.source_id, "target": c.target_id,
-                                  "strength": float(c.strength)} for c in cooccurrences]),
+        """Bulk-load records with their ids, one UNWIND statement per transaction:
+        ``WRITE_BATCH`` engrams or cues, ``IMPORT_EDGE_BATCH`` edges."""
+        steps: list[tuple[str, int, list[dict[str, Any]]]] = [
+            (q.IMPORT_ENGRAMS, WRITE_BATCH, [engram_props(e, self.user) for e in engrams]),
+            (q.IMPORT_CUES, WRITE_BATCH, [cue_props(c, self.user) for c in cues]),
+            (q.IMPORT_LINKS, IMPORT_EDGE_BATCH,
+             [{"engram": x.engram_id, "cue": x.cue_id, "strength": x.strength} for x in links]),
+            (q.MERGE_ASSOCIATIONS, IMPORT_EDGE_BATCH, [association_row(a) for a in associations]),
+            (q.IMPORT_COOCCURS, IMPORT_EDGE_BATCH,
+             [{"source": c.source_id, "target": c.target_id, "strength": float(c.strength)}
+              for c in cooccurrences]),
         ]  # fmt: skip
-        for statement, rows in steps:
-            for chunk in batched(rows, WRITE_BATCH):
+        for statement, size, rows in steps:
+            for chunk in batched(rows, size):
                 self._write(statement, rows=chunk)
         self._counted(None)  # replaced ids are not new engrams: count again
 

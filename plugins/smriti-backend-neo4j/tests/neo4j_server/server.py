@@ -37,7 +37,6 @@ JVM_FLAGS = (
     "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
     "--enable-native-access=ALL-UNNAMED",
     "-Xms256m",
-    "-Xmx1g",
     "-XX:+UseParallelGC",
 )
 #: The C1-only JIT starts faster (the tests' choice); benchmarks leave it out and run the
@@ -117,6 +116,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+#: Settings for benchmarks at 100,000 memories: the store (two copies of each embedding,
+#: about a million edges) fits in the page cache. Durability is unchanged (every commit
+#: is fsynced).
+BENCH_SETTINGS = ("server.memory.pagecache.size=1500m",)
+
+
 def _settings(port: int) -> list[str]:
     address = f"127.0.0.1:{port}"
     return [
@@ -131,9 +136,19 @@ def _settings(port: int) -> list[str]:
     ]
 
 
-def start(home: Path, timeout: float = 240.0, *, quick_jit: bool = True) -> Neo4jServer:
+def start(
+    home: Path,
+    timeout: float = 240.0,
+    *,
+    quick_jit: bool = True,
+    settings: tuple[str, ...] = (),
+    heap: str = "1g",
+) -> Neo4jServer:
     """Start a server with its data under ``home``; set the known password; return it.
-    ``quick_jit=False`` runs the JVM's full JIT, as a production server does."""
+    ``quick_jit=False`` runs the JVM's full JIT, as a production server does;
+    ``settings`` (``name=value``) are added to the server's configuration, after the
+    defaults, and ``heap`` is the JVM's maximum heap (``BENCH_SETTINGS`` and ``"2g"``
+    for benchmarks)."""
     java = shutil.which("java")
     if java is None:
         raise ServerError("Java (17+) is not installed: it is needed to run the Neo4j test server")
@@ -142,11 +157,11 @@ def start(home: Path, timeout: float = 240.0, *, quick_jit: bool = True) -> Neo4
     home.mkdir(parents=True, exist_ok=True)
     log_path = home / "launcher.log"
     log = log_path.open("w")
-    flags = [*JVM_FLAGS, QUICK_JIT] if quick_jit else list(JVM_FLAGS)
+    flags = [*JVM_FLAGS, f"-Xmx{heap}", *([QUICK_JIT] if quick_jit else [])]
     cmd = [java, *flags, "-cp", f"{lib}/*", str(HERE / "Launcher.java"), str(home / "dbms")]
     began = time.monotonic()
     proc = subprocess.Popen(
-        [*cmd, *_settings(port)],
+        [*cmd, *_merged(_settings(port), settings)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=log,
@@ -161,6 +176,13 @@ def start(home: Path, timeout: float = 240.0, *, quick_jit: bool = True) -> Neo4
         raise
     server.start_seconds = time.monotonic() - began
     return server
+
+
+def _merged(defaults: list[str], overrides: tuple[str, ...]) -> list[str]:
+    """``defaults`` with each setting named in ``overrides`` replaced, others appended."""
+    merged = dict(line.split("=", 1) for line in defaults)
+    merged.update(line.split("=", 1) for line in overrides)
+    return [f"{name}={value}" for name, value in merged.items()]
 
 
 def _wait_ready(server: Neo4jServer, deadline: float) -> None:
