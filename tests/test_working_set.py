@@ -372,3 +372,14 @@ def test_changes_to_a_working_set_loaded_packed_survive_the_next_snapshot(
         assert _everything(third, ids) == want
     finally:
         third.close()
+
+
+def test_an_empty_store_saves_a_snapshot_that_loads(tmp_path: Path) -> None:
+    _open(tmp_path).close()
+    with capture_logs() as logs:
+        again = _open(tmp_path)
+    try:
+        assert _loaded_from(logs) == "snapshot"
+        assert again.count_engrams() == 0 and again.list_engrams(5) == []
+    finally:
+        again.close()

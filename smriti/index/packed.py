@@ -133,11 +133,16 @@ class LazyMap(MutableMapping[str, V]):
 
     def total(self) -> int:
         """The sum of every entry's size (``size``), without building any."""
-        return sum(self.size(k) for k in list(self._live)) + sum(
-            self._size(s) if self._size is not None else 0
-            for k, s in self._slots.items()
-            if k not in self._taken
-        )
+        with self._lock:
+            live = sum(len(v) for v in self._live.values())  # type: ignore[arg-type]
+            taken = [self._slots[k] for k in self._taken]
+        if self.packed is not None:
+            sizes = np.diff(self.packed.offsets)
+            return live + int(sizes.sum()) - int(sizes[taken].sum() if taken else 0)
+        if self._size is None:
+            return live
+        base = sum(self._size(s) for k, s in self._slots.items() if k not in self._taken)
+        return live + base
 
 
 class Packed:

@@ -149,7 +149,7 @@ class TextIndex:
     ) -> None:
         """Take ``terms``' postings as consecutive runs of ``sizes`` in ``docs``/``tfs``."""
         ends = np.cumsum(sizes).tolist()
-        starts = [0, *ends[:-1]]
+        starts = [0, *ends[:-1]] if ends else []
         self.frozen = dict(zip(terms, zip(starts, ends, strict=True), strict=True))
         self.frozen_docs, self.frozen_tfs = docs, tfs
 
