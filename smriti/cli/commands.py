@@ -63,9 +63,16 @@ def open_memory(args: argparse.Namespace, command: str) -> Iterator[Service]:
 def serve(args: argparse.Namespace) -> int:
     """Run the MCP server until stdin closes (stdio) or SIGTERM/SIGINT."""
     settings = load_settings(args)
+    early = None
+    if args.transport == "stdio":
+        from smriti.mcp_server.early import EarlyInitialize
+
+        early = EarlyInitialize().start()  # answers initialize while the SDK is imported
     from smriti.mcp_server import run_server
 
-    return run_server(settings, transport=args.transport, host=args.host, port=args.port)
+    return run_server(
+        settings, transport=args.transport, host=args.host, port=args.port, early=early
+    )
 
 
 def store(args: argparse.Namespace) -> int:

@@ -6,19 +6,21 @@ go to stderr through structlog (``smriti.logs``).
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import threading
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
-from mcp.server import MCPServer
 
 from smriti.logs import configure_logging, get_logger
-from smriti.mcp_server.tools import build_server
 
 if TYPE_CHECKING:
+    from mcp.server import MCPServer
+
     from smriti.config import Settings
+    from smriti.mcp_server.early import EarlyInitialize
     from smriti.mcp_server.http import HttpPlan
     from smriti.mcp_server.users import UserMemories
     from smriti.owner.service import Service
@@ -61,6 +63,7 @@ def run_server(
     transport: Transport = "stdio",
     host: str = "127.0.0.1",
     port: int = 8000,
+    early: EarlyInitialize | None = None,
 ) -> int:
     """Reach the memory, serve MCP until stdin EOF or SIGTERM/SIGINT, leave, return 0.
 
@@ -71,9 +74,16 @@ def run_server(
     configured to stderr first; stdout carries only protocol. Errors while opening
     (ConfigError, BackendError, ...) propagate after cleanup; an unsafe HTTP setup (a
     non-loopback bind without authentication) is a ConfigError before anything opens.
+
+    On stdio, ``early`` is the reader that may have answered ``initialize`` already
+    (``smriti.mcp_server.early``). The MCP SDK is imported on a thread while the memory
+    is reached: each takes a second or more, and a client is waiting.
     """
     configure_logging(settings.log_level)
     from smriti.owner.service import open_service
+
+    sdk = threading.Thread(target=_import_tools, name="smriti-import-sdk", daemon=True)
+    sdk.start()
 
     plan: HttpPlan | None = None
     if transport == "http":
@@ -93,7 +103,12 @@ def run_server(
                 settings, f"{transport} server", background=True, attach_wait=ATTACH_WAIT_SECONDS
             )
             log.info("serving", transport=transport, user=memory.user, shared=memory.remote)
+        sdk.join()
+        from smriti.mcp_server.tools import build_server
+
         server = build_server(memory)
+        if early is not None:
+            server.early = early  # type: ignore[attr-defined]
         _set_signal_handlers(_note_signal)
         if transport == "stdio" and sys.stdin.isatty():
             log.warning("waiting for an MCP client on stdin; see `smriti --help` for commands")
@@ -109,6 +124,13 @@ def run_server(
             signal.signal(sig, handler)
     log.info("stopped")
     return 0
+
+
+def _import_tools() -> None:
+    """Import the tools and with them the MCP SDK (errors are raised again when the
+    main thread imports them)."""
+    with contextlib.suppress(Exception):  # the main thread's import reports it
+        import smriti.mcp_server.tools  # noqa: F401
 
 
 def _user_memories(settings: Settings, plan: HttpPlan) -> UserMemories:

@@ -15,6 +15,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
 from smriti.logs import get_logger
+from smriti.mcp_server.early import EarlyInitialize
 
 log = get_logger(__name__)
 
@@ -51,14 +52,22 @@ class SmritiServer(MCPServer):
         except ValueError as exc:
             raise MCPError(INVALID_PARAMS, str(exc)) from None
 
+    #: The reader that may have answered ``initialize`` before the SDK was imported
+    #: (``smriti.mcp_server.early``); what it read is read here first.
+    early: EarlyInitialize | None = None
+
     async def run_stdio_async(self) -> None:
         """Serve MCP over stdin/stdout until stdin closes (and the requests read are
         answered) or the task is cancelled."""
         pending = _Pending()
         stdin = _CancellableStdin(pending=pending, grace=self.eof_grace)
+        answered = None
+        if self.early is not None:
+            early = self.early.finish()
+            stdin.buffer, stdin.eof, answered = early.read, early.eof, early.answered
         async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
             lowlevel = self._lowlevel_server
-            tracked = _AnswerTracking(write_stream, pending)
+            tracked = _AnswerTracking(write_stream, pending, answered)
             await lowlevel.run(read_stream, tracked, lowlevel.create_initialization_options())  # type: ignore[arg-type]
 
 
@@ -108,13 +117,19 @@ class _Pending:
 class _AnswerTracking:
     """The server's write stream, telling ``pending`` about each message once sent."""
 
-    def __init__(self, inner: Any, pending: _Pending) -> None:
+    def __init__(self, inner: Any, pending: _Pending, answered: int | str | None = None) -> None:
         self._inner = inner
         self._pending = pending
+        #: The id of a request answered before the SDK ran, whose answer is not sent again.
+        self._answered = answered
 
     async def send(self, item: Any) -> None:
-        await self._inner.send(item)
-        self._pending.answered(getattr(item, "message", None))
+        message = getattr(item, "message", None)
+        if self._answered is not None and _is_answer_to(message, self._answered):
+            self._answered = None  # the client has this answer already
+        else:
+            await self._inner.send(item)
+        self._pending.answered(message)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -124,6 +139,12 @@ class _AnswerTracking:
 
     async def __aexit__(self, *exc: object) -> None:
         await self._inner.aclose()
+
+
+def _is_answer_to(message: Any, key: int | str) -> bool:
+    """Whether ``message`` is the response (or error) to the request with id ``key``."""
+    found = getattr(message, "id", None)
+    return found == key and type(found) is type(key) and getattr(message, "method", None) is None
 
 
 class _CancellableStdin:
