@@ -24,6 +24,9 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from mcp.shared.exceptions import MCPError
 
+from smriti.config import Settings
+from smriti.errors import ConfigError
+from smriti.mcp_server.http import plan_http
 from smriti.testing.http_users import HttpServer, client, smriti_command, user_env
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX processes")
@@ -227,18 +230,43 @@ def _sse_message(text: str) -> dict[str, Any]:
 
 def test_a_public_bind_without_authentication_is_refused(tmp_path: Path) -> None:
     env = user_env(os.environ, tmp_path / "store", HOME=str(tmp_path))
-    for host in ("0.0.0.0", "::", "192.0.2.1"):
-        done = subprocess.run(
-            [smriti_command(), "serve", "--transport", "http", "--host", host, "--port", "1"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert done.returncode == 2, done.stderr
-        assert "without authentication" in done.stderr and "smriti keys create" in done.stderr
-        assert "Traceback" not in done.stderr
+    done = subprocess.run(
+        [smriti_command(), "serve", "--transport", "http", "--host", "0.0.0.0", "--port", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "without authentication" in done.stderr and "smriti keys create" in done.stderr
+    assert "Traceback" not in done.stderr
     assert not (tmp_path / "store").exists()  # refused before anything was opened
+
+
+@pytest.mark.parametrize("host", ["::", "192.0.2.1", "memory.example", "0.0.0.0"])
+def test_every_non_loopback_bind_needs_authentication(tmp_path: Path, host: str) -> None:
+    settings = Settings.from_env(user_env({}, tmp_path / "store"))
+    with pytest.raises(ConfigError, match="without authentication"):
+        plan_http(settings, host, 8000)
+    for loopback in ("127.0.0.1", "localhost", "::1", "127.0.0.2"):
+        plan = plan_http(settings, loopback, 8000)
+        assert plan.verifier is None and plan.security.enable_dns_rebinding_protection
+
+
+def test_allowed_hosts_and_origins_come_from_the_settings(tmp_path: Path) -> None:
+    env = user_env(
+        {},
+        tmp_path / "store",
+        SMRITI_AUTH="keys",
+        SMRITI_ALLOWED_HOSTS="memory.example, proxy.internal:8080",
+        SMRITI_PUBLIC_URL="https://mem.example.org/mcp",
+    )
+    security = plan_http(Settings.from_env(env), "0.0.0.0", 8000).security
+    assert security.enable_dns_rebinding_protection
+    for allowed in ("memory.example", "memory.example:*", "proxy.internal:8080", "mem.example.org"):
+        assert allowed in security.allowed_hosts
+    assert "proxy.internal:*" not in security.allowed_hosts
+    assert "https://mem.example.org" in security.allowed_origins
 
 
 # --- OAuth: a test issuer on 127.0.0.1 -------------------------------------------------

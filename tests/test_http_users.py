@@ -27,7 +27,13 @@ def anyio_backend() -> str:
 async def test_twenty_users_at_once_on_kuzu(tmp_path: Path) -> None:
     """20 users x 50 mixed calls at once, each user's store behind its own owner
     process: no errors, no result of another user, no lost write."""
-    env = user_env(os.environ, tmp_path / "store", DB_TYPE="kuzu", HOME=str(tmp_path))
+    env = user_env(
+        os.environ,
+        tmp_path / "store",
+        DB_TYPE="kuzu",
+        HOME=str(tmp_path),
+        SMRITI_OWNER_IDLE="2",  # the owners leave soon after the server
+    )
     figures = await many_users(env, tmp_path, "kuzu")
     print(f"\nkuzu: {figures}")
     assert figures["calls"] == 20 * 50 and figures["errors"] == 0, figures
