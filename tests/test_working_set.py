@@ -214,10 +214,10 @@ def test_the_budget_evicts_the_least_recently_used() -> None:
     assert evicted == ["b"]
 
 
-def _open(tmp_path: Path, background: bool = False) -> IndexedBackend:
+def _open(tmp_path: Path, background: bool = False, idle_save: float = 60.0) -> IndexedBackend:
     backend = IndexedBackend(
         _inner(tmp_path, "alice"), 512, background=background,
-        snapshot_dir=tmp_path / "alice" / "working-set",
+        snapshot_dir=tmp_path / "alice" / "working-set", idle_save=idle_save,
     )  # fmt: skip
     backend.open()
     return backend
@@ -383,3 +383,106 @@ def test_an_empty_store_saves_a_snapshot_that_loads(tmp_path: Path) -> None:
         assert again.count_engrams() == 0 and again.list_engrams(5) == []
     finally:
         again.close()
+
+
+def _wait_for_save(logs: list[dict[str, object]], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not any(e["event"] == "working set saved" for e in logs):
+        assert time.monotonic() < deadline, "no idle save"
+        time.sleep(0.05)
+
+
+def test_an_idle_working_set_is_saved_so_a_later_crash_still_starts_from_it(
+    tmp_path: Path, build: GraphBuilder
+) -> None:
+    backend = _open(tmp_path, idle_save=0.3)
+    with capture_logs() as logs:
+        _fill(backend, build, 12)
+        _wait_for_save(logs)
+    backend.inner.close()  # killed while idle, after the save
+    with capture_logs() as logs:
+        again = _open(tmp_path, idle_save=0.3)
+    try:
+        assert _loaded_from(logs) == "snapshot"
+        assert again.count_engrams() == 12
+        with capture_logs() as logs:
+            again.add_memory(build.engram(50, content="after the idle save"), [], [])
+            again.inner.close()  # killed right after a write: the snapshot misses it
+    finally:
+        again._closing.set()
+    with capture_logs() as logs:
+        third = _open(tmp_path)
+    try:
+        assert _loaded_from(logs) == "store"
+        assert third.seek(Seek(k=1, text="idle save")).text[0][0] == "e00050"
+    finally:
+        third.close()
+
+
+def test_a_close_with_nothing_written_since_the_snapshot_does_not_save_it_again(
+    tmp_path: Path, build: GraphBuilder
+) -> None:
+    backend = _open(tmp_path)
+    _fill(backend, build, 5)
+    backend.close()
+    again = _open(tmp_path)
+    assert again.seek(Seek(k=1, text="number 3")).text[0][0] == "e00003"
+    with capture_logs() as logs:
+        again.close()
+    assert not [e for e in logs if e["event"] == "working set saved"]
+    with capture_logs() as logs:
+        third = _open(tmp_path)
+    try:
+        assert _loaded_from(logs) == "snapshot"
+    finally:
+        third.close()
+
+
+def test_a_save_that_a_write_overtakes_leaves_the_store_dirty(
+    tmp_path: Path, build: GraphBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write applied while the files are written is not in them: the stamp must not
+    say that they match the store."""
+    backend = _open(tmp_path)
+    _fill(backend, build, 5)
+    real_save = snapshot.save
+
+    def save_with_a_write_meanwhile(ws: object, directory: Path, stamp: str) -> None:
+        real_save(ws, directory, stamp)  # type: ignore[arg-type]
+        with backend._writing():
+            backend.inner.add_memory(build.engram(60, content="sneaked in"), [], [])
+
+    monkeypatch.setattr(snapshot, "save", save_with_a_write_meanwhile)
+    backend._save_snapshot()
+    saved = snapshot.stamp_of(tmp_path / "alice" / "working-set")
+    assert saved is not None and backend.inner.get_meta(snapshot.STAMP_KEY) != saved
+    monkeypatch.undo()
+    backend.inner.close()
+    backend._closing.set()
+    with capture_logs() as logs:
+        again = _open(tmp_path)
+    try:
+        assert _loaded_from(logs) == "store"
+        assert again.count_engrams() == 6
+    finally:
+        again.close()
+
+
+def test_a_store_opened_without_a_working_set_drops_its_snapshot(
+    tmp_path: Path, build: GraphBuilder
+) -> None:
+    """Writes made without the working set would not reach its snapshot."""
+    from smriti import index
+    from smriti.config import Settings
+
+    backend = _open(tmp_path)
+    _fill(backend, build, 3)
+    backend.close()
+    assert (tmp_path / "alice" / "working-set").exists()
+    env = {"STORAGE_LOCATION": str(tmp_path), "ACCESSING_USER": "alice", "DB_TYPE": "sqlite"}
+    inner = SqliteBackend.from_settings(Settings.from_env(env), "alice")
+    inner.sole_writer = True  # as a store only one process opens (Kùzu) says
+    on = index.wrap(Settings.from_env(env), inner)
+    assert isinstance(on, IndexedBackend) and (tmp_path / "alice" / "working-set").exists()
+    off = index.wrap(Settings.from_env({**env, "SMRITI_WORKING_SET": "off"}), inner)
+    assert off is inner and not (tmp_path / "alice" / "working-set").exists()

@@ -13,6 +13,7 @@ writer (``StorageBackend.sole_writer``).
 
 from __future__ import annotations
 
+import shutil
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -29,14 +30,19 @@ def wanted(settings: Settings, backend: StorageBackend) -> bool:
 
 
 def wrap(settings: Settings, backend: StorageBackend, background: bool = True) -> StorageBackend:
-    """``backend`` behind an ``IndexedBackend`` when it gets a working set (``wanted``)."""
+    """``backend`` behind an ``IndexedBackend`` when it gets a working set (``wanted``).
+
+    A store opened without one drops its working set's snapshot: writes made now would
+    not reach it, and the store's stamp could not say so."""
+    snapshot = settings.user_dir(backend.user) / "working-set" if backend.sole_writer else None
     if not wanted(settings, backend):
+        if snapshot is not None and snapshot.exists():
+            shutil.rmtree(snapshot, ignore_errors=True)
         return backend
     from smriti.index.indexed import IndexedBackend
 
     # Only a store nothing else can open keeps a snapshot: a server database another
     # program might have changed meanwhile is always loaded from the database.
-    snapshot = settings.user_dir(backend.user) / "working-set" if backend.sole_writer else None
     return IndexedBackend(
         backend, settings.working_set_mb, background=background, snapshot_dir=snapshot
     )

@@ -17,9 +17,12 @@ persistence; the working set (``smriti.index.working_set``) answers recall's rea
   in one batch for a burst of recalls. Every read the backend answers, every other
   write and ``close`` write it first; a crash in between loses only those access
   updates, never a memory.
-- **Snapshot**: for a store nothing else can open, the working set is saved at close
-  and loaded at the next open when the store still holds the stamp it was saved with
-  (``smriti.index.snapshot``): a start reads arrays instead of the whole database.
+- **Snapshot**: for a store nothing else can open, the working set is saved at close,
+  and after ``IDLE_SAVE_SECONDS`` without a write, and loaded at the next open when the
+  store still holds the stamp it was saved with (``smriti.index.snapshot``): a start
+  reads arrays instead of the whole database, also after a process that was killed
+  while idle. Before the first write after a save, the store's stamp is replaced by
+  ``DIRTY``, so a snapshot that misses a write is never used.
 - **Budget**: a working set that would not fit in ``SMRITI_WORKING_SET_MB`` (shared by
   every working set of the process, least recently used evicted first) is not loaded,
   and a warning says so; reads then stay on the native path.
@@ -31,6 +34,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -54,6 +58,10 @@ ROW_BYTES = 900
 #: Longest a read waits for a working set loading from its snapshot (which takes seconds
 #: where the backend's own reads of a large store can take much longer).
 SNAPSHOT_WAIT = 60.0
+#: Seconds without a write after which a changed working set is saved again, so that a
+#: process that dies later (killed, out of memory, the machine stopping) leaves a
+#: snapshot that the next start can use.
+IDLE_SAVE_SECONDS = 60.0
 
 
 class _Stopped(Exception):
@@ -71,9 +79,11 @@ class IndexedBackend(StorageBackend):
         budget_mb: int,
         background: bool = True,
         snapshot_dir: Path | None = None,
+        idle_save: float = IDLE_SAVE_SECONDS,
     ) -> None:
-        """``snapshot_dir``: where the working set is saved at close and loaded from at
-        the next open (``smriti.index.snapshot``); None keeps no snapshot."""
+        """``snapshot_dir``: where the working set is saved (at close, and after
+        ``idle_save`` seconds without a write) and loaded from at the next open
+        (``smriti.index.snapshot``); None keeps no snapshot."""
         super().__init__(inner.user)
         self.inner = inner
         self.name = inner.name  # type: ignore[misc]
@@ -99,8 +109,18 @@ class IndexedBackend(StorageBackend):
         self._wake = threading.Event()
         self._flusher: threading.Thread | None = None
         self.snapshot_dir = snapshot_dir
+        self.idle_save = idle_save
         #: Whether the snapshot matches the store as it was opened.
         self._snapshot_valid = False
+        #: Guards the stamp bookkeeping: whether the store holds the stamp of the
+        #: snapshot on disk (nothing written since), writes under way, and a counter
+        #: of write starts and ends that tells a save whether one happened meanwhile.
+        self._stamp_lock = threading.Lock()
+        self._clean = False
+        self._in_flight = 0
+        self._generation = 0
+        self._last_write = time.monotonic()
+        self._saver: threading.Thread | None = None
 
     def __getattr__(self, attr: str) -> Any:
         if attr == "inner":
@@ -121,6 +141,11 @@ class IndexedBackend(StorageBackend):
             target=self._flush_in_background, name="smriti-strengthen", daemon=True
         )
         self._flusher.start()
+        if self.snapshot_dir is not None:
+            self._saver = threading.Thread(
+                target=self._save_when_idle, name="smriti-snapshot", daemon=True
+            )
+            self._saver.start()
         if self.background:
             self._start_loading()
         else:
@@ -134,9 +159,10 @@ class IndexedBackend(StorageBackend):
         loader, self._loader = self._loader, None
         if loader is not None:
             loader.join()
-        flusher, self._flusher = self._flusher, None
-        if flusher is not None:
-            flusher.join()
+        for thread in (self._flusher, self._saver):
+            if thread is not None:
+                thread.join()
+        self._flusher = self._saver = None
         try:
             self.flush_strengthening()
         except Exception as exc:  # closing must not fail; only access updates are lost
@@ -171,27 +197,63 @@ class IndexedBackend(StorageBackend):
     def _check_snapshot(self) -> None:
         """Trust the snapshot if the store holds its stamp and its engram count; then mark
         the store as changed since any snapshot, before anything is written to it."""
-        self._snapshot_valid = False
+        self._snapshot_valid = self._clean = False
         if self.snapshot_dir is None:
             return
         held = self.inner.get_meta(snapshot.STAMP_KEY)
         if not held or held == snapshot.DIRTY:
             return
         saved = snapshot.stamp_of(self.snapshot_dir)
-        self._snapshot_valid = saved == held and (
+        self._snapshot_valid = self._clean = saved == held and (
             snapshot.engrams_of(self.snapshot_dir) == self.inner.count_engrams()
         )
-        self.inner.set_meta(snapshot.STAMP_KEY, snapshot.DIRTY)
+        if not self._snapshot_valid:
+            self.inner.set_meta(snapshot.STAMP_KEY, snapshot.DIRTY)  # a stale stamp
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Around every write to the backend and its working set: the snapshot's stamp
+        is replaced by ``DIRTY`` first, and a save under way learns of the write."""
+        with self._stamp_lock:
+            if self._clean:
+                self.inner.set_meta(snapshot.STAMP_KEY, snapshot.DIRTY)
+                self._clean = False
+            self._in_flight += 1
+            self._generation += 1
+        try:
+            yield
+        finally:
+            with self._stamp_lock:
+                self._in_flight -= 1
+                self._generation += 1
+                self._last_write = time.monotonic()
+
+    def _save_when_idle(self) -> None:
+        while not self._closing.wait(min(self.idle_save, 5.0)):
+            with self._stamp_lock:
+                idle = time.monotonic() - self._last_write >= self.idle_save
+                due = idle and not self._clean and not self._in_flight
+            if due and self._ws is not None:
+                self._save_snapshot()
 
     def _save_snapshot(self) -> None:
-        """Save the working set (when loaded) and record its stamp in the store."""
+        """Save the working set (when loaded and changed since its snapshot) and record
+        its stamp in the store, unless a write came in meanwhile."""
         ws = self._ws
         if self.snapshot_dir is None or ws is None:
             return
+        with self._stamp_lock:
+            if self._clean or self._in_flight:
+                return
+            generation = self._generation
         began, stamp = time.monotonic(), uuid.uuid4().hex
         try:
             snapshot.save(ws, self.snapshot_dir, stamp)
-            self.inner.set_meta(snapshot.STAMP_KEY, stamp)
+            with self._stamp_lock:
+                if self._generation != generation or self._in_flight:
+                    return  # the files miss a write: the stamp stays DIRTY
+                self.inner.set_meta(snapshot.STAMP_KEY, stamp)
+                self._clean = True
         except Exception as exc:  # only the next start is slower
             log.warning("working set not saved; the next start rebuilds it from the store",
                         user=self.user, error=f"{type(exc).__name__}: {exc}")  # fmt: skip
@@ -206,7 +268,7 @@ class IndexedBackend(StorageBackend):
         try:
             return snapshot.load(self.snapshot_dir)
         except Exception as exc:
-            self._snapshot_valid = False
+            self._snapshot_valid = self._clean = False  # saved again from the store's
             self._settled.set()  # readers waiting for the snapshot go to the backend
             log.warning("working set snapshot unreadable; rebuilding it from the store",
                         user=self.user, error=f"{type(exc).__name__}: {exc}")  # fmt: skip
@@ -319,7 +381,8 @@ class IndexedBackend(StorageBackend):
             with self._queue_lock:
                 batch, self._queued = list(self._queued.values()), {}
             if batch:
-                self.inner.strengthen_engrams(batch)
+                with self._writing():
+                    self.inner.strengthen_engrams(batch)
 
     def _flush_in_background(self) -> None:
         while not self._closing.is_set():
@@ -347,8 +410,9 @@ class IndexedBackend(StorageBackend):
         self, engram: Engram, cues: Sequence[Cue], associations: Sequence[Association]
     ) -> StoredMemory:
         edges = _dated(associations)
-        stored = self.inner.add_memory(engram, cues, edges)
-        self._apply(lambda ws: ws.put_memory(stored, edges))
+        with self._writing():
+            stored = self.inner.add_memory(engram, cues, edges)
+            self._apply(lambda ws: ws.put_memory(stored, edges))
         return stored
 
     def add_memory_with_search(
@@ -361,16 +425,18 @@ class IndexedBackend(StorageBackend):
             found.append(_dated(edges))
             return found[-1], cluster
 
-        stored = self.inner.add_memory_with_search(engram, cues, searched)
-        edges = list(found[0]) if found else []
-        self._apply(lambda ws: ws.put_memory(stored, edges))
+        with self._writing():
+            stored = self.inner.add_memory_with_search(engram, cues, searched)
+            edges = list(found[0]) if found else []
+            self._apply(lambda ws: ws.put_memory(stored, edges))
         return stored
 
     def update_engrams(self, updates: Sequence[EngramUpdate]) -> None:
         self.flush_strengthening()  # an older strengthening must not overwrite these
-        self.inner.update_engrams(updates)
         batch = list(updates)
-        self._apply(lambda ws: ws.update(batch))
+        with self._writing():
+            self.inner.update_engrams(batch)
+            self._apply(lambda ws: ws.update(batch))
 
     def strengthen_engrams(self, updates: Sequence[EngramUpdate]) -> None:
         batch = list(updates)
@@ -379,8 +445,9 @@ class IndexedBackend(StorageBackend):
             if ws is not None:
                 ws.update(batch)
         if ws is None:
-            self.inner.strengthen_engrams(batch)
-            self._apply(lambda w: w.update(batch))
+            with self._writing():
+                self.inner.strengthen_engrams(batch)
+                self._apply(lambda w: w.update(batch))
             return
         with self._queue_lock:
             for u in batch:
@@ -389,14 +456,16 @@ class IndexedBackend(StorageBackend):
 
     def delete_engrams(self, ids: Sequence[str]) -> int:
         self.flush_strengthening()
-        deleted = self.inner.delete_engrams(ids)
         doomed = list(ids)
-        self._apply(lambda ws: ws.remove_engrams(doomed))
+        with self._writing():
+            deleted = self.inner.delete_engrams(doomed)
+            self._apply(lambda ws: ws.remove_engrams(doomed))
         return deleted
 
     def delete_orphan_cues(self) -> int:
-        deleted = self.inner.delete_orphan_cues()
-        self._apply(lambda ws: ws.remove_orphan_cues())
+        with self._writing():
+            deleted = self.inner.delete_orphan_cues()
+            self._apply(lambda ws: ws.remove_orphan_cues())
         return deleted
 
     def import_records(
@@ -409,9 +478,10 @@ class IndexedBackend(StorageBackend):
     ) -> None:
         self.flush_strengthening()
         a = _dated(associations)
-        self.inner.import_records(engrams, cues, links, a, cooccurrences)
         e, c, lk = list(engrams), list(cues), list(links)
-        self._apply(lambda ws: ws.put_records(e, c, lk, a))
+        with self._writing():
+            self.inner.import_records(e, c, lk, a, cooccurrences)
+            self._apply(lambda ws: ws.put_records(e, c, lk, a))
 
     # -- reads ------------------------------------------------------------------------------
     def seek(self, query: Seek) -> Seeds:
