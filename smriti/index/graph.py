@@ -4,7 +4,7 @@ Rows hold an engram's fields without its embedding (``smriti.index.vectors`` hol
 those); cue -> engram lists are kept most important first where recall needs them
 (``smriti.index.ranking``). Every structure shares one id object per engram and cue
 (ids read back with a million links were otherwise separate strings). A loaded graph
-keeps its rows and edges packed in arrays (``adopt``, ``smriti.index.packed``) and
+keeps its rows and edges packed in arrays (``adopt_rows``, ``adopt_edges``) and
 unpacks a memory's only when something touches it.
 """
 
