@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 
 log = get_logger(__name__)
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 _SCHEMA_KEY = "falkordb.schema_version"
 
 
@@ -83,6 +83,8 @@ class FalkorBackend(StorageBackend):
     min_index_fetch: ClassVar[int] = 64
     #: Above this many candidates the exact scan of the user's nodes is cheaper.
     max_index_fetch: ClassVar[int] = 8192
+    #: Cue top lists rebuilt per statement.
+    top_batch: ClassVar[int] = 20
 
     def __init__(
         self,
@@ -145,11 +147,26 @@ class FalkorBackend(StorageBackend):
             close_quietly(client)
 
     def _migrate(self) -> None:
-        if self.get_meta(_SCHEMA_KEY) == SCHEMA_VERSION:
-            return
-        self._run(Q.MIGRATE_V1)
-        self._run(Q.MIGRATE_V2)
-        self.set_meta(_SCHEMA_KEY, SCHEMA_VERSION)
+        """Bring this user's data to ``SCHEMA_VERSION`` (every step is idempotent), then
+        rebuild the cue top lists an import left stale."""
+        if self.get_meta(_SCHEMA_KEY) != SCHEMA_VERSION:
+            self._run(Q.MIGRATE_V1)
+            self._run(Q.MIGRATE_V2)
+            self._run(Q.MIGRATE_V3)
+            self.set_meta(_SCHEMA_KEY, SCHEMA_VERSION)
+        self.refresh_cue_tops()
+
+    def refresh_cue_tops(self) -> int:
+        """Rebuild the stale top lists of this user's cues (``queries.CUE_TOP``), a few
+        cues per statement so that a hub cue's scan never blocks the graph for long;
+        returns how many were rebuilt. Reads of a stale cue scan its members meanwhile."""
+        total = 0
+        while True:
+            rows = self._write(Q.REFRESH_TOPS, batch=self.top_batch)
+            done = int(rows[0][0]) if rows else 0
+            total += done
+            if done < self.top_batch:
+                return total
 
     # -- query plumbing --------------------------------------------------------------
     def _run(self, query: str, params: dict[str, Any] | None = None, read: bool = False) -> list:
@@ -191,9 +208,11 @@ class FalkorBackend(StorageBackend):
         self._write(Q.SET_META, key=key, value=value)
 
     def ensure_indexes(self, dims: int, min_engrams: int) -> list[str]:
-        """Create the HNSW (cosine) and full-text indexes once the user has > min_engrams."""
+        """Create the HNSW (cosine) and full-text indexes once the user has > min_engrams,
+        and rebuild the cue top lists a bulk import left stale."""
         if self._indexes is None:
             raise BackendError(f"FalkorDB backend for {self.addr} is not open; call open() first")
+        self.refresh_cue_tops()  # after a bulk import
         if self._indexes.has_all_vector(dims) or self.count_engrams() <= min_engrams:
             return []
         return self._indexes.ensure_search(dims)
@@ -254,6 +273,8 @@ class FalkorBackend(StorageBackend):
                 for u in batch
             ]
             self._write(Q.UPDATE_ENGRAMS, rows=rows)
+        if any(u.importance is not None for u in updates):
+            self.refresh_cue_tops()
 
     def delete_engrams(self, ids: Sequence[str]) -> int:
         """Delete this user's engrams with these ids and their edges; count them."""
@@ -261,6 +282,8 @@ class FalkorBackend(StorageBackend):
         for batch in batched(dict.fromkeys(ids), self.write_batch):
             rows = self._write(Q.DELETE_ENGRAMS, ids=batch)
             deleted += int(rows[0][0]) if rows else 0
+        if deleted:
+            self.refresh_cue_tops()
         return deleted
 
     def delete_orphan_cues(self) -> int:
@@ -276,7 +299,9 @@ class FalkorBackend(StorageBackend):
         associations: Sequence[Association],
         cooccurrences: Sequence[CoOccurrence],
     ) -> None:
-        """Bulk-load records as given (ids kept, existing ids replaced), batched."""
+        """Bulk-load records as given (ids kept, existing ids replaced), batched. The top
+        lists of the cues it touches are rebuilt by the next ``ensure_indexes`` or
+        ``open`` (once, not after every batch); reads scan those cues until then."""
         now = utcnow()
         unique = list({e.id: e for e in engrams}.values())  # the engram count relies on it
         for batch in batched(unique, self.write_batch):
@@ -285,6 +310,9 @@ class FalkorBackend(StorageBackend):
                 for e in batch
             ]
             self._write(Q.IMPORT_ENGRAMS, rows=rows)
+            # A replaced engram's importance may have changed (refreshed by
+            # ensure_indexes or the next open; reads scan those cues meanwhile).
+            self._write(Q.STALE_TOPS_OF, ids=[e.id for e in batch])
         for batch in batched(cues, self.write_batch):
             rows = [cue_row(c) for c in batch]
             self._write(Q.IMPORT_CUES, rows=rows)
@@ -438,7 +466,7 @@ class FalkorBackend(StorageBackend):
             plan = self._seek_plan(ask, plan.total)
             statement, columns = plan.statement()
             [row] = self._run(statement, plan.params(ask), read=True)
-        return SeekAnswer(plan, dict(zip(columns, row, strict=True)))
+        return SeekAnswer(plan, dict(zip(columns, row, strict=True)), ask.cue_fanout)
 
     def _restore_fulltext(self) -> bool:
         """After an empty answer: recreate indexes lost to a server that restarted empty.

@@ -82,6 +82,54 @@ MERGE (m:SmritiMeta {{user: $user, key: '{ENGRAM_COUNT_KEY}'}})
 SET m.count = engrams
 """
 
+#: A cue's most important engrams are kept on its Degree loop: ``d.top`` holds
+#: [engram id, EncodedBy strength, importance] of its ``CUE_TOP`` most important members
+#: (ties by id; in no particular order), exact while ``d.fresh`` is true, so a hub cue's
+#: fanout costs one edge read instead of reading and sorting every member. Stores keep it
+#: (``TOP_INSERT``); deletes drop their engrams from it, and a write that may have pushed
+#: an unknown member into the top (a delete from a full list, an importance change, a
+#: bulk import) sets ``d.fresh = false``; ``REFRESH_TOPS`` rebuilds such lists, and reads
+#: scan the members of a cue whose list is not fresh.
+CUE_TOP = 64
+#: ``grown`` (the list with the new member) cut back to CUE_TOP by dropping its least
+#: important member (lowest importance, then highest id).
+TOP_INSERT = f"""
+  WITH e, q, d, coalesce(d.top, []) + [[e.id, 1.0, e.importance]] AS grown
+  WITH e, q, d, grown,
+       reduce(w = grown[0], t IN grown |
+              CASE WHEN t[2] < w[2] OR (t[2] = w[2] AND t[0] > w[0]) THEN t ELSE w END) AS worst
+  SET d.top = CASE WHEN size(grown) <= {CUE_TOP} THEN grown
+                   ELSE [t IN grown WHERE t[0] <> worst[0]] END
+"""
+#: Version 3: every cue's top list (built by REFRESH_TOPS after this).
+MIGRATE_V3 = """
+MATCH (q:Cue {user: $user})-[d:Degree]->(q)
+SET d.fresh = false
+"""
+#: Rebuild up to $batch stale top lists; returns how many were rebuilt.
+REFRESH_TOPS = f"""
+MATCH (q:Cue {{user: $user}})-[d:Degree]->(q)
+WHERE d.fresh IS NULL OR d.fresh = false
+WITH q, d
+LIMIT $batch
+CALL {{
+  WITH q
+  MATCH (q)<-[l:EncodedBy]-(m:Engram)
+  WITH m, l
+  ORDER BY m.importance DESC, m.id
+  LIMIT {CUE_TOP}
+  RETURN collect([m.id, l.strength, m.importance]) AS top
+}}
+SET d.top = top, d.fresh = true
+RETURN count(d)
+"""
+#: The cues of these engrams: their top lists may miss a member now.
+STALE_TOPS_OF = """
+UNWIND $ids AS id
+MATCH (e:Engram {user: $user, id: id})-[:EncodedBy]->(q:Cue)-[d:Degree]->(q)
+SET d.fresh = false
+"""
+
 # -- writes -----------------------------------------------------------------------------
 # One statement, so FalkorDB applies all of it or (on any error) none of it, and one
 # round trip: it returns the cues as stored (``CUE_COLUMNS`` rows). The guard makes a
@@ -107,8 +155,9 @@ CALL {{
     SET q.embedding = vecf32(c.embedding))
   CREATE (e)-[:EncodedBy {{strength: 1.0, created_at: $now}}]->(q)
   MERGE (q)-[d:Degree]->(q)
-  ON CREATE SET d.n = 0
+  ON CREATE SET d.n = 0, d.top = [], d.fresh = true
   SET d.n = d.n + 1
+{TOP_INSERT}
   RETURN collect(q) AS linked, collect([{CUE_COLUMNS}]) AS stored
 }}
 CALL {{
@@ -142,6 +191,7 @@ CUES_OF_ENGRAM = (
 UPDATE_ENGRAMS = """
 UNWIND $rows AS r
 MATCH (e:Engram {user: $user, id: r.id})
+WITH e, r, e.importance AS before
 MERGE (e)-[u:Usage]->(e)
 SET u.access_count = coalesce(r.access_count, u.access_count, e.access_count),
     u.last_accessed_at = coalesce(r.last_accessed_at, u.last_accessed_at, e.last_accessed_at),
@@ -150,6 +200,10 @@ SET u.access_count = coalesce(r.access_count, u.access_count, e.access_count),
 FOREACH (_ IN CASE WHEN coalesce(r.importance, e.importance) <> e.importance
                    THEN [1] ELSE [] END |
   SET e.importance = r.importance)
+WITH e, r, before
+WHERE r.importance IS NOT NULL AND r.importance <> before
+MATCH (e)-[:EncodedBy]->(q:Cue)-[d:Degree]->(q)
+SET d.fresh = false
 """
 DELETE_ENGRAMS = f"""
 UNWIND $ids AS id
@@ -159,9 +213,12 @@ CALL {{
   WITH doomed
   UNWIND doomed AS e
   MATCH (e)-[:EncodedBy]->(q:Cue)
-  WITH q, count(*) AS lost
+  WITH q, count(*) AS lost, collect(e.id) AS gone
   MATCH (q)-[d:Degree]->(q)
-  SET d.n = d.n - lost
+  WITH d, d.n - lost AS n, [t IN coalesce(d.top, []) WHERE NOT t[0] IN gone] AS kept
+  SET d.n = n, d.top = kept,
+      d.fresh = coalesce(d.fresh, false)
+                AND size(kept) >= CASE WHEN n < {CUE_TOP} THEN n ELSE {CUE_TOP} END
   RETURN count(d) AS cues
 }}
 CALL {{
@@ -216,7 +273,7 @@ MERGE (e)-[l:EncodedBy]->(q)
 SET l.strength = r.strength, l.created_at = coalesce(l.created_at, $now)
 MERGE (q)-[d:Degree]->(q)
 ON CREATE SET d.n = 0
-SET d.n = d.n + fresh
+SET d.n = d.n + fresh, d.fresh = false
 """
 IMPORT_ASSOCIATIONS = """
 UNWIND $rows AS r
@@ -404,27 +461,32 @@ CALL {
   RETURN rows AS cue_rows, [] AS cue_short
 }
 """
-#: Every matched cue once (best similarity), its degree and most important engrams. The
-#: engrams are chosen before their edges are bound (binding every edge of a hub cue
+#: Every matched cue once (best similarity), its degree and most important engrams (its
+#: fresh top list, else a scan of its members, whose engrams are chosen before their edges
+#: are bound (binding every edge of a hub cue
 #: costs more than the rest of the statement), so their order is restored by the caller.
-#: ``{imports}`` and ``{matches}`` are chosen from the constants in ``search``.
+#: ``{imports}`` and ``{matches}`` are chosen from the constants in ``search``; ``{top}``
+#: is CUE_TOP. The caller cuts the answer to the fanout.
 SEEK_CUES = """
 CALL {{
   WITH {imports}
   UNWIND {matches} AS m
   WITH m[0] AS cid, max(m[1]) AS sim
   MATCH (q:Cue {{user: $user, id: cid}})
+  OPTIONAL MATCH (q)-[d:Degree]->(q)
+  WITH q, sim, d,
+       CASE WHEN coalesce(d.fresh, false) AND $cue_fanout <= {top} THEN null ELSE q END AS scan
   CALL {{
-    WITH q
-    MATCH (q)<-[:EncodedBy]-(e:Engram)
-    WITH q, e
+    WITH scan
+    MATCH (scan)<-[:EncodedBy]-(e:Engram)
+    WITH scan, e
     ORDER BY e.importance DESC, e.id
     LIMIT $cue_fanout
-    MATCH (e)-[l:EncodedBy]->(q)
-    RETURN collect([e.id, l.strength, e.importance]) AS engrams
+    MATCH (e)-[l:EncodedBy]->(scan)
+    RETURN collect([e.id, l.strength, e.importance]) AS scanned
   }}
-  OPTIONAL MATCH (q)-[d:Degree]->(q)
-  RETURN collect([q.id, sim, coalesce(d.n, 0), engrams]) AS cues
+  RETURN collect([q.id, sim, coalesce(d.n, 0),
+                  CASE WHEN scan IS NULL THEN d.top ELSE scanned END]) AS cues
 }}
 """
 SEEK_TOTAL = f"""
@@ -455,24 +517,30 @@ CALL {
 }
 """
 #: Each cue of the ids with the ids it encodes, its degree, and (degree at most
-#: ``cue_max_degree``) its most important engrams, chosen as in ``SEEK_CUES``.
-NEIGHBOURS_CUES = """
-CALL {
+#: ``cue_max_degree``) its most important engrams, chosen as in ``SEEK_CUES`` (the caller
+#: cuts them to ``engrams_per_cue``).
+NEIGHBOURS_CUES = f"""
+CALL {{
   UNWIND $ids AS id
-  MATCH (e:Engram {user: $user, id: id})-[l:EncodedBy]->(q:Cue)
+  MATCH (e:Engram {{user: $user, id: id}})-[l:EncodedBy]->(q:Cue)
   WITH q, collect([e.id, l.strength]) AS encoded
   OPTIONAL MATCH (q)-[d:Degree]->(q)
-  WITH q, encoded, coalesce(d.n, 0) AS degree
-  WITH q, encoded, degree, CASE WHEN degree <= $cue_max_degree THEN q END AS small
-  CALL {
-    WITH small
-    MATCH (small)<-[:EncodedBy]-(m:Engram)
-    WITH small, m
+  WITH q, d, encoded, coalesce(d.n, 0) AS degree
+  WITH q, d, encoded, degree, CASE WHEN degree <= $cue_max_degree THEN q END AS small
+  WITH q, d, encoded, degree, small,
+       CASE WHEN coalesce(d.fresh, false) AND $engrams_per_cue <= {CUE_TOP}
+            THEN null ELSE small END AS scan
+  CALL {{
+    WITH scan
+    MATCH (scan)<-[:EncodedBy]-(m:Engram)
+    WITH scan, m
     ORDER BY m.importance DESC, m.id
     LIMIT $engrams_per_cue
-    MATCH (m)-[r:EncodedBy]->(small)
-    RETURN collect([m.id, r.strength, m.importance]) AS members
-  }
-  RETURN collect([q.id, encoded, degree, members]) AS cues
-}
+    MATCH (m)-[r:EncodedBy]->(scan)
+    RETURN collect([m.id, r.strength, m.importance]) AS scanned
+  }}
+  RETURN collect([q.id, encoded, degree,
+                  CASE WHEN small IS NULL THEN [] WHEN scan IS NULL THEN d.top
+                       ELSE scanned END]) AS cues
+}}
 """

@@ -155,7 +155,8 @@ def _statement(
         columns.append("cue_short")
     if sources:
         matches = " + ".join(_CUE_SOURCES[s] for s in sources)
-        parts.append(Q.SEEK_CUES.format(imports=", ".join(sources), matches=matches))
+        cues = Q.SEEK_CUES.format(imports=", ".join(sources), matches=matches, top=Q.CUE_TOP)
+        parts.append(cues)
         columns.append("cues")
     if total:
         parts.append(Q.SEEK_TOTAL)
@@ -169,6 +170,8 @@ class SeekAnswer:
 
     plan: SeekPlan
     row: dict[str, Any] = field(default_factory=dict)
+    #: Engrams kept per matched cue (a cue's top list may hold more).
+    fanout: int = 0
 
     def into(self, seeds: Seeds) -> None:
         """Copy the channels this statement asked into ``seeds``."""
@@ -179,7 +182,7 @@ class SeekAnswer:
         if "cues" in self.row:
             seeds.cues = sorted(
                 (
-                    CueMatch(cid, float(sim), int(degree), by_importance(engrams))
+                    CueMatch(cid, float(sim), int(degree), by_importance(engrams)[: self.fanout])
                     for cid, sim, degree, engrams in self.row["cues"]
                 ),
                 key=lambda c: (-c.similarity, c.cue_id),
@@ -256,7 +259,7 @@ def read_neighbourhood(query: Expand, row: list[Any]) -> Neighbourhood:
         out.links.extend(Link(e, cid, float(s)) for e, s in encoded)
         out.degrees[cid] = int(degree)
         if degree <= query.cue_max_degree:
-            out.members[cid] = by_importance(members)
+            out.members[cid] = by_importance(members)[: max(int(query.engrams_per_cue), 0)]
     return out
 
 

@@ -58,7 +58,7 @@ def test_old_store_is_migrated_on_open(make_backend: Callable[..., FalkorBackend
     [old] = reopened.get_engrams(["old1"])
     assert (old.cluster_id, old.tags, old.source) == (-1, [], "")
     assert reopened.seek(Seek(3, text="walrus")).text[0][0] == "old1"
-    assert reopened.get_meta("falkordb.schema_version") == "2"
+    assert reopened.get_meta("falkordb.schema_version") == "3"
     assert reopened.seek(Seek(1)).total == 1  # the engram count was computed once
 
 
