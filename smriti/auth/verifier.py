@@ -70,7 +70,11 @@ class SmritiTokenVerifier(TokenVerifier):
 
     def _from_key(self, token: str) -> AccessToken | str:
         assert self.keys is not None
-        key = self.keys.check(token)
+        try:
+            key = self.keys.check(token)
+        except ConfigError as exc:  # a damaged key file refuses every key, loudly
+            log.error("API keys cannot be checked", error=str(exc))
+            return "the server cannot read its API keys"
         if isinstance(key, str):
             return key
         return AccessToken(
