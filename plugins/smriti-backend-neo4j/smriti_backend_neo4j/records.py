@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from smriti.index.text import STOPWORDS
 from smriti.model import (
     Association,
     Cue,
@@ -167,14 +168,16 @@ def lucene_query(text: str) -> str:
 
     Each whitespace-separated token becomes a quoted phrase (inside quotes only ``"``
     and ``\\`` are special, and both are escaped); tokens without a letter or digit
-    are dropped because the analyzer would discard them anyway. Returns "" when
+    are dropped because the analyzer would discard them anyway. Stopwords (the core's
+    lexical analyzer's list) are left out unless the text has nothing else: the index
+    keeps them, so "the" would make Lucene score nearly every memory. Returns "" when
     nothing is left. At most ``MAX_QUERY_TERMS`` distinct tokens are kept (Lucene refuses
     queries of more than 1024 clauses).
     """
+    tokens = [t for t in dict.fromkeys(text.split()) if any(ch.isalnum() for ch in t)]
+    content = [t for t in tokens if "".join(filter(str.isalnum, t.lower())) not in STOPWORDS]
     phrases: dict[str, None] = {}
-    for token in text.split():
-        if not any(ch.isalnum() for ch in token):
-            continue
+    for token in content or tokens:
         escaped = token.replace("\\", "\\\\").replace('"', '\\"')
         phrases[f'"{escaped}"'] = None
         if len(phrases) >= MAX_QUERY_TERMS:
