@@ -14,6 +14,7 @@ in-database cosine scan of the user's own nodes (through the ``user`` range inde
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -85,6 +86,10 @@ class FalkorBackend(StorageBackend):
     max_index_fetch: ClassVar[int] = 8192
     #: Cue top lists rebuilt per statement.
     top_batch: ClassVar[int] = 20
+    #: Statements of rebuilt top lists a delete or an importance change runs; a larger
+    #: one (deleting thousands of memories touches most hub cues) leaves the rest to
+    #: ``ensure_indexes``, which consolidation and every 50th store call.
+    top_statements: ClassVar[int] = 2
 
     def __init__(
         self,
@@ -156,17 +161,19 @@ class FalkorBackend(StorageBackend):
             self.set_meta(_SCHEMA_KEY, SCHEMA_VERSION)
         self.refresh_cue_tops()
 
-    def refresh_cue_tops(self) -> int:
-        """Rebuild the stale top lists of this user's cues (``queries.CUE_TOP``), a few
-        cues per statement so that a hub cue's scan never blocks the graph for long;
-        returns how many were rebuilt. Reads of a stale cue scan its members meanwhile."""
+    def refresh_cue_tops(self, statements: int | None = None) -> int:
+        """Rebuild the stale top lists of this user's cues (``queries.CUE_TOP``),
+        ``top_batch`` cues per statement so that a hub cue's scan never blocks the graph
+        for long, at most ``statements`` statements (None: all); returns how many were
+        rebuilt. Reads of a stale cue scan its members meanwhile."""
         total = 0
-        while True:
+        for _ in itertools.count() if statements is None else range(statements):
             rows = self._write(Q.REFRESH_TOPS, batch=self.top_batch)
             done = int(rows[0][0]) if rows else 0
             total += done
             if done < self.top_batch:
-                return total
+                break
+        return total
 
     # -- query plumbing --------------------------------------------------------------
     def _run(self, query: str, params: dict[str, Any] | None = None, read: bool = False) -> list:
@@ -274,7 +281,7 @@ class FalkorBackend(StorageBackend):
             ]
             self._write(Q.UPDATE_ENGRAMS, rows=rows)
         if any(u.importance is not None for u in updates):
-            self.refresh_cue_tops()
+            self.refresh_cue_tops(self.top_statements)
 
     def delete_engrams(self, ids: Sequence[str]) -> int:
         """Delete this user's engrams with these ids and their edges; count them."""
@@ -283,7 +290,7 @@ class FalkorBackend(StorageBackend):
             rows = self._write(Q.DELETE_ENGRAMS, ids=batch)
             deleted += int(rows[0][0]) if rows else 0
         if deleted:
-            self.refresh_cue_tops()
+            self.refresh_cue_tops(self.top_statements)
         return deleted
 
     def delete_orphan_cues(self) -> int:

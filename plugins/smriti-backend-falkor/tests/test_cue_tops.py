@@ -124,3 +124,20 @@ def test_stores_from_before_the_top_lists_are_migrated(
     assert reopened.get_meta("falkordb.schema_version") == "3"
     assert fresh(reopened)
     assert hub_engrams(reopened) == expected(members)
+
+
+def test_a_large_delete_leaves_the_rebuild_to_ensure_indexes(
+    make_backend: Callable[..., FalkorBackend],
+) -> None:
+    backend = make_backend("alice")
+    backend.top_statements = 0  # type: ignore[misc]  # as if the delete touched many cues
+    members = stored_hub(backend, Q.CUE_TOP + 10)
+    doomed = expected(members, 3)
+    backend.delete_engrams(doomed)
+    for e in doomed:
+        del members[e]
+    assert not fresh(backend)
+    assert hub_engrams(backend) == expected(members)
+    backend.ensure_indexes(8, 10_000)
+    assert fresh(backend)
+    assert hub_engrams(backend) == expected(members)
