@@ -44,6 +44,10 @@ if TYPE_CHECKING:
     from smriti.model import Cue
 
 log = get_logger(__name__)
+#: The largest a store may grow. Kùzu reserves this much address space per open store
+#: (8 TB by default), so one process with many stores open (a team server with
+#: SMRITI_OWNER=off) ran out of it after about 15; at 1 TB, over a hundred fit.
+MAX_DB_BYTES = 1 << 40
 
 DB_FILE = "memory.kuzu"
 #: The budget of the vector cache and mirror this backend kept before the core's working
@@ -181,7 +185,10 @@ class KuzuBackend(
             # Checkpoints are ours: an automatic one failing inside a commit leaves the
             # connection unusable and the process aborting at close (durability).
             self._db = self._driver.Database(
-                str(self.path), buffer_pool_size=self.buffer_mb * 2**20, auto_checkpoint=False
+                str(self.path),
+                buffer_pool_size=self.buffer_mb * 2**20,
+                auto_checkpoint=False,
+                max_db_size=MAX_DB_BYTES,
             )
         except RuntimeError as exc:
             raise self._open_error(exc) from exc

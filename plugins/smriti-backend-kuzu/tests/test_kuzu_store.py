@@ -454,3 +454,12 @@ def test_the_old_cache_setting_is_ignored_with_a_warning(tmp_path: Path) -> None
     assert "SMRITI_KUZU_CACHE_MB" in warning["event"]
     assert "SMRITI_WORKING_SET_MB" in warning["event"]
     assert backend.native_indexes is False
+
+
+def test_one_process_holds_many_stores_open(kuzu_factory: Factory) -> None:
+    """A team server with SMRITI_OWNER=off opens a store per user; Kùzu's default
+    reservation of 8 TB of address space per store ran out after about 15."""
+    stores = [kuzu_factory(f"user{i:02d}") for i in range(24)]
+    for i, backend in enumerate(stores):
+        backend.add_memory(build.engram(i), [], [])
+    assert [b.count_engrams() for b in stores] == [1] * 24
