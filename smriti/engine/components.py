@@ -54,6 +54,10 @@ def choose_embedder(registry: Registry, settings: Settings) -> Embedder:
     return embedder
 
 
+#: Informational lines already logged by this process.
+_said: dict[str, bool] = {}
+
+
 def choose_extractor(registry: Registry, settings: Settings) -> CueExtractor:
     """``SMRITI_CUE_EXTRACTOR`` or the best configured one, with a heuristic fallback."""
     if settings.cue_extractor != "auto":
@@ -63,7 +67,8 @@ def choose_extractor(registry: Registry, settings: Settings) -> CueExtractor:
         primary = _auto(registry, "extractor", settings)
     fallback_cls = registry.classes["extractor"].get("heuristic")
     if primary.name == "heuristic" or fallback_cls is None:
-        if primary.name == "heuristic":
+        if primary.name == "heuristic" and not _said.get("heuristic"):
+            _said["heuristic"] = True  # once per process: a team server opens many users
             log.info("no LLM configured: using the built-in heuristic cue extractor")
         return primary
     return FallbackExtractor(primary, fallback_cls.from_settings(settings))
