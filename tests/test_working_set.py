@@ -408,10 +408,12 @@ def test_an_idle_working_set_is_saved_so_a_later_crash_still_starts_from_it(
         with capture_logs() as logs:
             again.add_memory(build.engram(50, content="after the idle save"), [], [])
             again.inner.close()  # killed right after a write: the snapshot misses it
+        assert (tmp_path / "alice" / "working-set" / snapshot.STALE).exists()
     finally:
         again._closing.set()
     with capture_logs() as logs:
-        third = _open(tmp_path)
+        third = _open(tmp_path, background=True)  # the stale snapshot is not preloaded
+        third._settled.wait(10)
     try:
         assert _loaded_from(logs) == "store"
         assert third.seek(Seek(k=1, text="idle save")).text[0][0] == "e00050"

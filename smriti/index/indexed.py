@@ -121,6 +121,7 @@ class IndexedBackend(StorageBackend):
         self._generation = 0
         self._last_write = time.monotonic()
         self._saver: threading.Thread | None = None
+        self._preload: _Preload | None = None
 
     def __getattr__(self, attr: str) -> Any:
         if attr == "inner":
@@ -133,8 +134,16 @@ class IndexedBackend(StorageBackend):
 
     # -- lifecycle -------------------------------------------------------------------
     def open(self) -> None:
-        """Open the backend, then load the working set (in the background if so made)."""
-        self.inner.open()
+        """Open the backend, then load the working set (in the background if so made).
+
+        A snapshot on disk starts loading while the backend opens (both take a second
+        or so at 100,000 memories); it is used only if the store then holds its stamp."""
+        self._preload = _Preload(self.snapshot_dir) if self.background else None
+        try:
+            self.inner.open()
+        except BaseException:
+            self._preload = None
+            raise
         self._closing.clear()
         self._check_snapshot()
         self._flusher = threading.Thread(
@@ -209,6 +218,7 @@ class IndexedBackend(StorageBackend):
         )
         if not self._snapshot_valid:
             self.inner.set_meta(snapshot.STAMP_KEY, snapshot.DIRTY)  # a stale stamp
+            snapshot.mark_stale(self.snapshot_dir)
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
@@ -218,6 +228,8 @@ class IndexedBackend(StorageBackend):
             if self._clean:
                 self.inner.set_meta(snapshot.STAMP_KEY, snapshot.DIRTY)
                 self._clean = False
+                if self.snapshot_dir is not None:
+                    snapshot.mark_stale(self.snapshot_dir)
             self._in_flight += 1
             self._generation += 1
         try:
@@ -263,10 +275,11 @@ class IndexedBackend(StorageBackend):
 
     def _from_snapshot(self) -> WorkingSet | None:
         """The saved working set when it matches the store, else None."""
+        preload, self._preload = self._preload, None
         if not self._snapshot_valid or self.snapshot_dir is None:
             return None
         try:
-            return snapshot.load(self.snapshot_dir)
+            return preload.result() if preload is not None else snapshot.load(self.snapshot_dir)
         except Exception as exc:
             self._snapshot_valid = self._clean = False  # saved again from the store's
             self._settled.set()  # readers waiting for the snapshot go to the backend
@@ -542,6 +555,36 @@ class IndexedBackend(StorageBackend):
 
     def iter_cooccurrences(self) -> Iterator[CoOccurrence]:
         return self._native().iter_cooccurrences()
+
+
+class _Preload:
+    """A snapshot loading on a thread of its own (nothing when there is none)."""
+
+    def __init__(self, directory: Path | None) -> None:
+        self._ws: WorkingSet | None = None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if directory is not None and snapshot.stamp_of(directory) is not None:
+            self._thread = threading.Thread(
+                target=self._run, args=(directory,), name="smriti-preload", daemon=True
+            )
+            self._thread.start()
+
+    def _run(self, directory: Path) -> None:
+        try:
+            self._ws = snapshot.load(directory)
+        except BaseException as exc:  # raised again by result()
+            self._error = exc
+
+    def result(self) -> WorkingSet:
+        """The loaded working set (raises what loading raised)."""
+        if self._thread is None:
+            raise FileNotFoundError("no snapshot to load")
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._ws is not None
+        return self._ws
 
 
 def _dated(edges: Sequence[Association]) -> list[Association]:

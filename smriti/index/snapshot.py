@@ -11,11 +11,13 @@ is never used. Deleting the directory is always safe.
 Layout of ``{STORAGE_LOCATION}/{user}/working-set/``: ``vec_units.npy`` and
 ``vec_codes.npy`` (the vectors and their int8 copy, read into the cache), ``arrays.npz``
 (the other numbers; no pickles anywhere), ``strings.json`` (ids, texts, names) and
-``meta.json`` (format and stamp), written last.
+``meta.json`` (format and stamp), written last; ``stale`` appears when the store is
+first written after the save (a hint for the next start, which then does not load it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -36,6 +38,8 @@ STAMP_KEY = "working_set.snapshot"
 #: The stamp of a store written since its snapshot was saved.
 DIRTY = "dirty"
 FORMAT = 2
+#: A file whose presence says the store changed since the snapshot (``mark_stale``).
+STALE = "stale"
 #: Arrays saved as .npy files of their own and read straight into the vector cache.
 LARGE = ("vec_units", "vec_codes")
 _TIMES = (POS["created_at"], POS["last_accessed_at"])
@@ -150,6 +154,14 @@ def _sync(fh: Any) -> None:
     os.fsync(fh.fileno())
 
 
+def mark_stale(directory: Path) -> None:
+    """Note in ``directory`` that the store changed since it was saved: a hint that
+    spares the next start loading it for nothing (the store's stamp decides)."""
+    if directory.is_dir():
+        with contextlib.suppress(OSError):
+            (directory / STALE).touch()
+
+
 def stamp_of(directory: Path) -> str | None:
     """The stamp ``directory`` was saved under, or None (missing, other format)."""
     try:
@@ -157,6 +169,8 @@ def stamp_of(directory: Path) -> str | None:
     except (OSError, ValueError):
         return None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        return None
+    if (directory / STALE).exists():
         return None
     stamp = meta.get("stamp")
     return stamp if isinstance(stamp, str) else None
