@@ -197,7 +197,7 @@ class Graph:
         """The importance of ``key`` changed from ``old``: move it in the cue lists."""
         importance = self.rows[key][3]
         for cue, strength in self.e2c.get(key, {}).items():
-            members = len(self.c2e.get(cue, ()))
+            members = self.c2e.size(cue)
             self.ranking.reranked(cue, key, strength, old, importance, members)  # type: ignore[arg-type]
 
     # -- reads ---------------------------------------------------------------------------
