@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -84,6 +84,8 @@ class FalkorBackend(StorageBackend):
     min_index_fetch: ClassVar[int] = 64
     #: Above this many candidates the exact scan of the user's nodes is cheaper.
     max_index_fetch: ClassVar[int] = 8192
+    #: Internal node ids per query of ``working_set_streams``.
+    id_window: ClassVar[int] = 2000
     #: Cue top lists rebuilt per statement.
     top_batch: ClassVar[int] = 20
     #: Statements of rebuilt top lists a delete or an importance change runs; a larger
@@ -525,6 +527,26 @@ class FalkorBackend(StorageBackend):
         """Every CoOccurs edge of this user."""
         for a, b, s in self._pages(Q.PAGE_COOCCURRENCES):
             yield CoOccurrence(a, b, float(s))
+
+    def working_set_streams(
+        self,
+    ) -> tuple[Iterable[Cue], Iterable[Engram], Iterable[Link], Iterable[Association]]:
+        """The user's cues, engrams, links and associations in internal-id windows (any
+        order, as a working set load allows): each window is an id seek, where a page of
+        the id-ordered streams sorts every remaining node of the user."""
+        return (
+            (cue_from_row(r) for r in self._windows(Q.WINDOW_CUES)),
+            (engram_from_row(r) for r in self._windows(Q.WINDOW_ENGRAMS)),
+            (Link(e, c, float(s)) for e, c, s in self._windows(Q.WINDOW_LINKS)),
+            (association_from(*r) for r in self._windows(Q.WINDOW_ASSOCIATIONS)),
+        )
+
+    def _windows(self, statement: str) -> Iterator[Sequence[Any]]:
+        """Rows of ``statement`` over every window of ``id_window`` internal node ids, up
+        to the largest id when the stream starts."""
+        top = self._read(Q.MAX_NODE_ID)[0][0]
+        for lo in range(0, -1 if top is None else int(top) + 1, self.id_window):
+            yield from self._read(statement, lo=lo, hi=lo + self.id_window)
 
     # -- maintenance -----------------------------------------------------------------------
     def wait_for_indexes(self, timeout: float = 60.0) -> None:

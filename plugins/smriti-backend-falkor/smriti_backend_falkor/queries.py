@@ -544,3 +544,26 @@ CALL {{
                        ELSE scanned END]) AS cues
 }}
 """
+
+# -- working set streams: windows of internal node ids, in no particular order ------------
+# Every page of the id-ordered streams above sorts the rest of the user's nodes (the
+# planner seeks the ``user`` index, then filters and sorts), so loading a working set
+# from them at 100k memories took longer than ten minutes. A window of internal ids is a
+# ``NodeByIdSeek``: the label and user are tested after it (as a WITH, so the planner
+# does not turn them back into an index scan).
+MAX_NODE_ID = "MATCH (n) RETURN max(id(n))"
+_WINDOW = """
+MATCH ({v}) WHERE id({v}) >= $lo AND id({v}) < $hi
+WITH {v} WHERE {v}:{label} AND {v}.user = $user
+"""
+WINDOW_CUES = _WINDOW.format(v="q", label="Cue") + f"RETURN {CUE_COLUMNS}"
+WINDOW_ENGRAMS = _WINDOW.format(v="e", label="Engram") + f"{USAGE}\nRETURN {ENGRAM_COLUMNS}"
+WINDOW_LINKS = (
+    _WINDOW.format(v="e", label="Engram")
+    + "MATCH (e)-[l:EncodedBy]->(q:Cue) RETURN e.id, q.id, l.strength"
+)
+WINDOW_ASSOCIATIONS = (
+    _WINDOW.format(v="a", label="Engram")
+    + "MATCH (a)-[x:AssociatedWith]->(b:Engram) "
+    + "RETURN a.id, b.id, x.strength, x.relation_type, x.created_at"
+)

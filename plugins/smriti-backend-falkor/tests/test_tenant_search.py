@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from smriti_backend_falkor.backend import FalkorBackend
 
-from smriti.model import Cue, Link
+from smriti.model import Association, Cue, Link
 from smriti.reads import Seek
 from smriti.storage import unit
-from smriti.testing import GraphBuilder
+from smriti.testing import T0, GraphBuilder
 
 DIMS = 16
 build = GraphBuilder(DIMS)
@@ -67,3 +67,33 @@ def test_crowded_out_user_still_gets_the_nearest_cues(
     assert want and [c.cue_id for c in seeds.cues] == want
     assert [c.similarity for c in seeds.cues] == pytest.approx([sims[i] for i in want], abs=1e-4)
     assert all(c.degree == 5 and len(c.engrams) == 2 for c in seeds.cues)
+
+
+def test_working_set_streams_hold_exactly_the_users_records(
+    make_backend: Callable[..., FalkorBackend],
+) -> None:
+    """The internal-id windows of ``working_set_streams`` cross window boundaries and
+    see only their user's nodes of a shared graph, with the same records as ``iter_*``."""
+    g = GraphBuilder(8)
+    alice, bob = make_backend("alice"), make_backend("bob")
+    alice.id_window = 3  # type: ignore[misc]
+    for i in range(12):
+        owner = alice if i % 3 else bob
+        owner.add_memory(g.engram(i), [g.cue(f"c{i % 4}"), g.cue("shared")], [])
+    alice.add_memory(
+        g.engram(99), [g.cue("c1")], [Association("e00099", "e00001", 0.9, "semantic", T0)]
+    )
+    cues, engrams, links, assocs = alice.working_set_streams()
+    assert sorted(c.id for c in cues) == sorted(c.id for c in alice.iter_cues())
+    found = sorted(engrams, key=lambda e: e.id)
+    expected = list(alice.iter_engrams())
+    assert [e.with_changes(embedding=None) for e in found] == [
+        e.with_changes(embedding=None) for e in expected
+    ]
+    pairs = zip(found, expected, strict=True)
+    assert all(np.array_equal(a.embedding, b.embedding) for a, b in pairs)
+    assert sorted(links, key=lambda x: (x.engram_id, x.cue_id)) == sorted(
+        alice.iter_links(), key=lambda x: (x.engram_id, x.cue_id)
+    )
+    assert [(a.source_id, a.target_id) for a in assocs] == [("e00099", "e00001")]
+    assert not {e.id for e in found} & {e.id for e in bob.iter_engrams()}
