@@ -285,8 +285,8 @@ class WorkingSet:
         """Every engram's consolidation fields (a snapshot taken in pages)."""
         keys = sorted(self.graph.rows)
         for start in range(0, len(keys), 1000):
-            with self.graph.lock:
-                rows = [(k, self.graph.rows.get(k)) for k in keys[start : start + 1000]]
+            with self.graph.lock:  # peek: a walk over every row must not unpack them all
+                rows = [(k, self.graph.rows.peek(k)) for k in keys[start : start + 1000]]
             for key, row in rows:
                 if row is not None:
                     yield EngramStats(
@@ -303,7 +303,7 @@ class WorkingSet:
         with self.graph.lock:
             edges = [
                 Association(src, dst, strength, rel, created)
-                for src, out in self.graph.out.items()
+                for src, out in self.graph.out.walk()  # without unpacking every memory's
                 for dst, (strength, rel, created) in out.items()
             ]
         return iter(edges)
