@@ -100,6 +100,25 @@ def owner(smriti: str, env: dict[str, str], action: str) -> None:
     subprocess.run([smriti, "owner", action], env=env, capture_output=True, timeout=120)
 
 
+def wait_for_owner_exit(store: Path, timeout: float = 600.0) -> None:
+    """Wait until no owner holds the store's lock: ``owner stop`` gives up waiting after
+    a minute, and an owner still saving its working set would write it again after the
+    'no snapshot' case deleted it."""
+    import fcntl
+
+    lock = store / USER / "owner.lock"
+    deadline = time.monotonic() + timeout
+    while lock.exists() and time.monotonic() < deadline:
+        fd = os.open(lock, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            time.sleep(0.2)
+        finally:
+            os.close(fd)
+
+
 def loaded(store: Path) -> dict[str, Any] | None:
     """The owner log's last 'working set loaded' event."""
     log = store / USER / "owner.log"
@@ -120,6 +139,7 @@ def run_case(name: str, smriti: str, store: Path, queries: list[str]) -> dict[st
     env = {**os.environ, **settings_env(store)}
     if name != "owner running":
         owner(smriti, env, "stop")
+        wait_for_owner_exit(store)
         (store / USER / "owner.log").unlink(missing_ok=True)
     if name == "no snapshot":
         shutil.rmtree(store / USER / "working-set", ignore_errors=True)
