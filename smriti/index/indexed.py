@@ -307,6 +307,7 @@ class IndexedBackend(StorageBackend):
         try:
             self._load_once()
         finally:
+            self._preload = None  # unused when over budget or failed: let it go
             self._settled.set()
 
     def _load_once(self) -> None:
