@@ -99,8 +99,7 @@ MEANINGS: dict[str, str] = {
     "SMRITI_OAUTH_JWKS_URL": "The issuer's signing keys; default: the `jwks_uri` of its "
     "RFC 8414 (or OpenID) metadata.",
     "SMRITI_OAUTH_READ_SCOPE": "The scope that grants reading (recall, stats).",
-    "SMRITI_OAUTH_WRITE_SCOPE": "The scope that grants writing (store, forget, "
-    "consolidate, sync).",
+    "SMRITI_OAUTH_WRITE_SCOPE": "The scope that grants writing (store, forget, consolidate, sync).",
     "SMRITI_OAUTH_USER_CLAIM": "The token claim that names the user (a valid user name).",
     "SMRITI_ALLOWED_HOSTS": "Comma-separated Host names the HTTP server answers besides "
     "loopback and the bound address (a name without a port matches any port); others "
