@@ -7,8 +7,10 @@ writer (``StorageBackend.sole_writer``).
 - ``indexed`` — ``IndexedBackend``: wraps a backend, loads its working set in the
   background, routes reads to it and applies every committed write to it.
 - ``vectors`` (exact cosine with an int8 pre-scan), ``text`` (BM25 and its analyzer),
-  ``graph`` (rows and adjacency), ``ranking`` (cue members by importance), ``recency``
-  (list order), ``budget`` (``SMRITI_WORKING_SET_MB`` across users).
+  ``graph`` (rows and adjacency), ``packed`` (adjacency kept in arrays until touched),
+  ``ranking`` (cue members by importance), ``recency`` (list order), ``snapshot`` (saved
+  at close and when idle, loaded at the next open), ``budget``
+  (``SMRITI_WORKING_SET_MB`` across users).
 """
 
 from __future__ import annotations
