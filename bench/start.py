@@ -100,23 +100,13 @@ def owner(smriti: str, env: dict[str, str], action: str) -> None:
     subprocess.run([smriti, "owner", action], env=env, capture_output=True, timeout=120)
 
 
-def wait_for_owner_exit(store: Path, timeout: float = 600.0) -> None:
+def wait_for_owner_exit(store: Path) -> None:
     """Wait until no owner holds the store's lock: ``owner stop`` gives up waiting after
     a minute, and an owner still saving its working set would write it again after the
     'no snapshot' case deleted it."""
-    import fcntl
+    from smriti.cli.owner_command import wait_unlocked
 
-    lock = store / USER / "owner.lock"
-    deadline = time.monotonic() + timeout
-    while lock.exists() and time.monotonic() < deadline:
-        fd = os.open(lock, os.O_RDWR)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            time.sleep(0.2)
-        finally:
-            os.close(fd)
+    wait_unlocked(store / USER / "owner.lock", timeout=600.0)
 
 
 def loaded(store: Path) -> dict[str, Any] | None:

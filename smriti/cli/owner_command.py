@@ -82,7 +82,7 @@ def stop_command(args: argparse.Namespace) -> int:
         with service:
             pid = service.owner_status()["pid"]
             service.stop_owner()
-        closed = _wait_unlocked(OwnerPaths.for_store(settings.user_dir()).lock)
+        closed = wait_unlocked(OwnerPaths.for_store(settings.user_dir()).lock)
         data = {"stopped": closed, "pid": pid}
         data["message"] = (
             f"owner process {pid} stopped" if closed else f"owner process {pid} is still closing"
@@ -130,10 +130,12 @@ def _check_needed(settings: Any) -> None:
         )
 
 
-def _wait_unlocked(lock: Any) -> bool:
+def wait_unlocked(lock: Any, timeout: float = STOP_WAIT_SECONDS) -> bool:
+    """Wait until nobody holds the owner lock file ``lock`` (at most ``timeout``
+    seconds); whether it is free."""
     import fcntl
 
-    deadline = time.monotonic() + STOP_WAIT_SECONDS
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             fd = os.open(lock, os.O_RDWR)
