@@ -21,8 +21,9 @@ V = TypeVar("V")
 class LazyMap(MutableMapping[str, V]):
     """A dict whose base entries are built by ``build(slot)`` when first read.
 
-    ``slots`` maps each base key to its slot; ``size(slot)`` says how large a base
-    entry is without building it (``size`` below). Once built, set or deleted, a key
+    ``slots`` maps each base key to its slot; with ``packed`` lists behind the base
+    entries, their sizes are known without building them (``size``). Once built, set or
+    deleted, a key
     lives in an ordinary dict and its base entry is never used again. Building and
     deleting take a small lock of their own, so a read that builds an entry while
     another thread deletes it cannot bring it back.
@@ -32,17 +33,16 @@ class LazyMap(MutableMapping[str, V]):
         self,
         slots: dict[str, int] | None = None,
         build: Callable[[int], V] | None = None,
-        size: Callable[[int], int] | None = None,
+        packed: Packed | None = None,
     ) -> None:
         self._slots = slots if slots is not None else {}
         self._build = build
-        self._size = size
         self._live: dict[str, V] = {}
         #: Base keys whose entry was built, replaced or deleted.
         self._taken: set[str] = set()
         self._lock = threading.Lock()
         #: The packed lists behind the base entries, when they are ``Packed`` lists.
-        self.packed: Packed | None = None
+        self.packed = packed
 
     def touched(self) -> tuple[dict[str, V], list[int]]:
         """The entries held unpacked (a copy), and the slots of the base entries that no
@@ -123,26 +123,24 @@ class LazyMap(MutableMapping[str, V]):
         slot = self._base_slot(key)
         if slot is None:
             return 0
-        if self._size is None:
+        if self.packed is None:
             return len(self[key])  # type: ignore[arg-type]
-        return self._size(slot)
+        return self.packed.size(slot)
 
     def unpacked(self) -> int:
         """The sum of the sizes of the entries held unpacked."""
         return sum(len(v) for v in list(self._live.values()))  # type: ignore[arg-type]
 
     def total(self) -> int:
-        """The sum of every entry's size (``size``), without building any."""
+        """The sum of every entry's size (``size``), without building any (base entries
+        count only when they are packed lists)."""
         with self._lock:
             live = sum(len(v) for v in self._live.values())  # type: ignore[arg-type]
             taken = [self._slots[k] for k in self._taken]
-        if self.packed is not None:
-            sizes = np.diff(self.packed.offsets)
-            return live + int(sizes.sum()) - int(sizes[taken].sum() if taken else 0)
-        if self._size is None:
-            return live
-        base = sum(self._size(s) for k, s in self._slots.items() if k not in self._taken)
-        return live + base
+        if self.packed is None:
+            return live  # base entries of unknown size
+        sizes = np.diff(self.packed.offsets)
+        return live + int(sizes.sum()) - int(sizes[taken].sum() if taken else 0)
 
 
 class Packed:
@@ -201,9 +199,7 @@ class Packed:
 
     def lazy_map(self, slots: dict[str, int]) -> LazyMap[dict[str, object]]:
         """A LazyMap over these lists, keyed by ``slots`` (the inverse of ``keys``)."""
-        lazy: LazyMap[dict[str, object]] = LazyMap(slots, self.build, self.size)
-        lazy.packed = self
-        return lazy
+        return LazyMap(slots, self.build, self)
 
     def pairs(
         self, skip: Collection[int] = ()
