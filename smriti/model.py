@@ -60,6 +60,19 @@ class Engram:
     source: str = ""
     tags: list[str] = field(default_factory=list)
     cluster_id: int = UNASSIGNED_CLUSTER
+    #: The id of the memory this one corrected (``smriti_manage action=correct``); set
+    #: when it is stored and never changed. Empty for a first version.
+    supersedes: str = ""
+    #: The id of the memory that corrected this one, and when; empty and None while it
+    #: is current. A superseded memory is kept (its history) but left out of recall
+    #: unless asked for.
+    superseded_by: str = ""
+    superseded_at: datetime | None = None
+
+    @property
+    def is_superseded(self) -> bool:
+        """True once a correction replaced this memory."""
+        return bool(self.superseded_by)
 
     def with_changes(self, **changes: object) -> Engram:
         """A copy with some fields replaced."""
@@ -132,6 +145,11 @@ class EngramUpdate:
     decay_factor: float | None = None
     cluster_id: int | None = None
     importance: float | None = None
+    #: The whole new tag list (not a difference).
+    tags: list[str] | None = None
+    #: Set together when a correction supersedes the engram.
+    superseded_by: str | None = None
+    superseded_at: datetime | None = None
 
 
 @dataclass(slots=True)
@@ -158,6 +176,8 @@ class RecallResult:
             "last_accessed_at": e.last_accessed_at.isoformat(),
             "access_count": e.access_count,
             "cluster_id": e.cluster_id,
+            "supersedes": e.supersedes,
+            "superseded_by": e.superseded_by,
             "score": round(self.score, 6),
             "match_type": self.match_type,
             "hop": self.hop,

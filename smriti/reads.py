@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import numpy as np
 
-from smriti.model import Association, Link
+from smriti.model import Association, Engram, Link
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,3 +102,77 @@ class Neighbourhood:
     #: For the cues of ``links`` with a degree of at most ``cue_max_degree``: (engram id,
     #: EncodedBy strength), most important first.
     members: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+
+
+#: Where a page of a listing ends: the (last_accessed_at, created_at, id) of its last
+#: engram. The next page starts strictly after it in listing order.
+ListKey = tuple[datetime, datetime, str]
+
+
+def list_key(engram: Engram) -> ListKey:
+    """The listing-order key of ``engram`` (see ``Listing``)."""
+    return (engram.last_accessed_at, engram.created_at, engram.id)
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """A filtered page of a user's engrams, for ``list`` mode, filters and ``related``.
+
+    Order: most recently accessed first, then newest created first, then id descending
+    (a total order, so pages neither repeat nor skip an engram that did not change in
+    between). Every filter is applied before ``limit``; empty or None means no filter.
+    """
+
+    limit: int
+    memory_type: str | None = None
+    #: Tags as stored (already normalised by the engine): an engram matches when it has
+    #: any of them, or every one of them when ``all_tags``.
+    tags: Sequence[str] = ()
+    all_tags: bool = False
+    #: ``since <= created_at < until`` (aware UTC datetimes).
+    since: datetime | None = None
+    until: datetime | None = None
+    #: False leaves out engrams whose ``superseded_by`` is set.
+    include_superseded: bool = True
+    #: Only engrams in this cluster.
+    cluster_id: int | None = None
+    #: Only engrams strictly after this key in listing order (the previous page's last).
+    after: ListKey | None = None
+
+    def matches(self, e: Engram) -> bool:
+        """Whether ``e`` passes every filter (not ``after`` or ``limit``): the reference
+        semantics a backend's query must reproduce."""
+        if self.memory_type is not None and e.memory_type != self.memory_type:
+            return False
+        if self.tags:
+            have = set(e.tags)
+            hits = [t in have for t in self.tags]
+            if not (all(hits) if self.all_tags else any(hits)):
+                return False
+        if self.since is not None and e.created_at < self.since:
+            return False
+        if self.until is not None and e.created_at >= self.until:
+            return False
+        if not self.include_superseded and e.superseded_by:
+            return False
+        return self.cluster_id is None or e.cluster_id == self.cluster_id
+
+    def is_filtered(self) -> bool:
+        """True when a filter other than ``memory_type`` is set."""
+        return bool(
+            self.tags
+            or self.since is not None
+            or self.until is not None
+            or not self.include_superseded
+            or self.cluster_id is not None
+        )
+
+
+def listing_sorted(engrams: Sequence[Engram], listing: Listing) -> list[Engram]:
+    """Reference implementation of a listing over ``engrams`` held in memory."""
+    chosen = [e for e in engrams if listing.matches(e)]
+    if listing.after is not None:
+        after = listing.after
+        chosen = [e for e in chosen if list_key(e) < after]
+    chosen.sort(key=list_key, reverse=True)
+    return chosen[: max(0, listing.limit)]

@@ -11,6 +11,11 @@ query text.
 Vector scores are cosine similarities (higher is better); text scores are relevance
 scores (higher is better, any scale). ``memory_type`` filters, where accepted, are
 applied before the ``k`` cut.
+
+Every field of an ``Engram`` round-trips through every write and read (``add_memory``,
+``import_records``, ``get_engrams``, ``list_page``, ``iter_engrams``, the working-set
+streams), the version fields included: ``supersedes`` is written once with the engram,
+``superseded_by``/``superseded_at`` by ``update_engrams``.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from smriti.model import Association, CoOccurrence, Cue, Engram, EngramUpdate, Link
-from smriti.reads import Expand, Neighbourhood, Seeds, Seek
+from smriti.reads import Expand, Listing, Neighbourhood, Seeds, Seek
 
 if TYPE_CHECKING:
     from smriti.config import Settings
@@ -171,7 +176,12 @@ class StorageBackend(ABC):
 
     @abstractmethod
     def update_engrams(self, updates: Sequence[EngramUpdate]) -> None:
-        """Apply partial updates in batches; unknown ids are ignored."""
+        """Apply partial updates in batches; unknown ids are ignored.
+
+        Every non-None field of an update is written: access count and time, decay,
+        cluster, importance, the whole tag list (``tags``; the lexical index then sees
+        the new tags) and ``superseded_by``/``superseded_at``.
+        """
 
     def strengthen_engrams(self, updates: Sequence[EngramUpdate]) -> None:
         """Recall's access strengthening (new access counts, times and decay factors).
@@ -216,9 +226,20 @@ class StorageBackend(ABC):
         (recall's candidate pool never uses them).
         """
 
-    @abstractmethod
     def list_engrams(self, limit: int, memory_type: str | None = None) -> list[Engram]:
-        """Most recently accessed first (ties: newest created first)."""
+        """Most recently accessed first (ties: newest created first); ``list_page``."""
+        return self.list_page(Listing(limit, memory_type))
+
+    @abstractmethod
+    def list_page(self, listing: Listing) -> list[Engram]:
+        """Up to ``listing.limit`` engrams (with embeddings) passing its filters, strictly
+        after ``listing.after``, in listing order (``smriti.reads.Listing``): last access
+        descending, then creation descending, then id descending.
+
+        Filters are applied before the limit. ``after`` compares against the values
+        exactly as this backend returns them, so a page's last engram, fed back, never
+        reappears. ``smriti.reads.listing_sorted`` is the reference semantics.
+        """
 
     @abstractmethod
     def count_engrams(self) -> int:

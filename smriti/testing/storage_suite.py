@@ -19,7 +19,7 @@ import pytest
 
 from smriti.errors import BackendError
 from smriti.model import Association, CoOccurrence, Cue, Engram, EngramUpdate, Link
-from smriti.reads import Expand, Neighbourhood, Seek
+from smriti.reads import Expand, Listing, Neighbourhood, Seek, list_key, listing_sorted
 from smriti.storage import StorageBackend, unit
 from smriti.testing.builders import T0, GraphBuilder
 
@@ -64,6 +64,13 @@ def assert_engram_equal(got: Engram, want: Engram) -> None:
     assert got.source == want.source
     assert list(got.tags) == list(want.tags)
     assert got.cluster_id == want.cluster_id
+    assert got.supersedes == want.supersedes
+    assert got.superseded_by == want.superseded_by
+    if want.superseded_at is None:
+        assert got.superseded_at is None, f"{got.id}: superseded_at {got.superseded_at!r}"
+    else:
+        assert got.superseded_at is not None, f"{got.id}: superseded_at lost"
+        _assert_same_time(got.superseded_at, want.superseded_at)
     _assert_same_time(got.created_at, want.created_at)
     _assert_same_time(got.last_accessed_at, want.last_accessed_at)
     assert got.embedding is not None, f"engram {got.id} came back without embedding"
@@ -344,6 +351,43 @@ class StorageBackendTests:
         assert_engram_equal(got, want)
         assert backend.count_engrams() == 1
 
+    def test_version_fields_round_trip(self, backend: StorageBackend, build: GraphBuilder) -> None:
+        # A correction: the new version names the old one; the old one is marked.
+        old = build.engram(1)
+        new = build.engram(2, supersedes=old.id)
+        self.store(backend, old)
+        self.store(backend, new)
+        got = {e.id: e for e in backend.get_engrams([old.id, new.id])}
+        assert_engram_equal(got[old.id], old)
+        assert_engram_equal(got[new.id], new)
+        when = T0 + timedelta(days=4, microseconds=123000)
+        backend.update_engrams([EngramUpdate(old.id, superseded_by=new.id, superseded_at=when)])
+        want = old.with_changes(superseded_by=new.id, superseded_at=when)
+        assert_engram_equal(backend.get_engrams([old.id])[0], want)
+        assert_engram_equal({e.id: e for e in backend.iter_engrams()}[old.id], want)
+        assert_engram_equal(backend.list_page(Listing(5))[-1], want)
+        again = self.reopen(backend)
+        try:
+            assert_engram_equal(again.get_engrams([old.id])[0], want)
+            assert_engram_equal(again.get_engrams([new.id])[0], new)
+        finally:
+            again.close()
+
+    def test_update_tags_replaces_them_and_the_text_search_follows(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        e = build.engram(1, content="plain words", summary="s", tags=["ocelot"])
+        self.store(backend, e)
+        assert [i for i, _ in text_hits(backend, "ocelot", 5)] == [e.id]
+        backend.update_engrams([EngramUpdate(e.id, tags=["margay", "work"], importance=0.8)])
+        assert_engram_equal(
+            backend.get_engrams([e.id])[0], e.with_changes(tags=["margay", "work"], importance=0.8)
+        )
+        assert text_hits(backend, "ocelot", 5) == []
+        assert [i for i, _ in text_hits(backend, "margay", 5)] == [e.id]
+        backend.update_engrams([EngramUpdate(e.id, tags=[])])
+        assert backend.get_engrams([e.id])[0].tags == []
+
     def test_strengthen_engrams_is_read_back_at_once_and_kept(
         self, backend: StorageBackend, build: GraphBuilder
     ) -> None:
@@ -482,6 +526,66 @@ class StorageBackendTests:
         assert sorted(e.id for e in got) == ["e00000", "e00001"]
         assert all(e.memory_type == "semantic" for e in got)
         assert backend.list_engrams(5, "procedural") == []
+
+    def _listing_data(self, backend: StorageBackend, build: GraphBuilder) -> list[Engram]:
+        engrams = []
+        for i in range(30):
+            # Three engrams share each last-access time and some share creation times
+            # too, so only the id breaks every tie.
+            e = build.engram(
+                i,
+                last_accessed_at=T0 + timedelta(hours=i // 3),
+                created_at=T0 + timedelta(minutes=i // 2),
+                tags=[f"t{i % 3}", *(["both"] if i % 5 == 0 else [])],
+                cluster_id=i % 4,
+                superseded_by=f"e{i + 1:05d}" if i % 7 == 0 else "",
+                superseded_at=T0 + timedelta(days=1) if i % 7 == 0 else None,
+            )
+            self.store(backend, e)
+            engrams.append(e)
+        return engrams
+
+    def test_list_page_filters_before_the_limit(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        engrams = self._listing_data(backend, build)
+        listings = [
+            Listing(4, tags=["t1"]),
+            Listing(50, tags=["t1", "both"]),
+            Listing(50, tags=["t0", "both"], all_tags=True),
+            Listing(50, tags=["nope"]),
+            Listing(3, since=T0 + timedelta(minutes=5)),
+            Listing(50, until=T0 + timedelta(minutes=5)),
+            Listing(50, since=T0 + timedelta(minutes=3), until=T0 + timedelta(minutes=9)),
+            Listing(50, include_superseded=False),
+            Listing(2, include_superseded=False, tags=["t0"]),
+            Listing(50, cluster_id=2),
+            Listing(50, memory_type="semantic", tags=["t2"], include_superseded=False),
+        ]
+        for listing in listings:
+            got = [e.id for e in backend.list_page(listing)]
+            want = [e.id for e in listing_sorted(engrams, listing)]
+            assert got == want, f"{listing}: {got} != {want}"
+        assert backend.list_page(Listing(0)) == []
+
+    def test_list_page_pages_without_repeats_or_gaps(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        engrams = self._listing_data(backend, build)
+        for listing in (Listing(4), Listing(3, tags=["t0", "t2"]), Listing(5, cluster_id=1)):
+            seen: list[str] = []
+            after = None
+            while True:
+                page = backend.list_page(
+                    Listing(**{**_fields(listing), "after": after})  # type: ignore[arg-type]
+                )
+                if not page:
+                    break
+                assert len(page) <= listing.limit
+                seen += [e.id for e in page]
+                after = list_key(page[-1])
+            want = listing_sorted(engrams, Listing(**{**_fields(listing), "limit": 1000}))
+            assert seen == [e.id for e in want], listing
 
     def test_count_and_counts(self, backend: StorageBackend, build: GraphBuilder) -> None:
         assert backend.count_engrams() == 0
@@ -793,6 +897,11 @@ class StorageBackendTests:
         self, build: GraphBuilder
     ) -> tuple[list[Engram], list[Cue], list[Link], list[Association], list[CoOccurrence]]:
         engrams = [build.engram(i, cluster_id=i % 4) for i in range(25)]
+        # A version chain travels with an export: e00003 corrected e00002.
+        engrams[2] = engrams[2].with_changes(
+            superseded_by="e00003", superseded_at=T0 + timedelta(hours=5, microseconds=7000)
+        )
+        engrams[3] = engrams[3].with_changes(supersedes="e00002")
         cues = [build.cue(f"k{i}", cue_type="entity") for i in range(10)]
         links = [
             Link(e.id, cues[(i + j) % 10].id, 1.0) for i, e in enumerate(engrams) for j in (0, 3)
@@ -943,6 +1052,10 @@ class StorageBackendTests:
         backend = backend_factory("carol")
         backend.close()
         backend.close()
+
+
+def _fields(listing: Listing) -> dict[str, object]:
+    return {f: getattr(listing, f) for f in Listing.__dataclass_fields__}
 
 
 def _link_key(link: Link) -> tuple[str, str]:
