@@ -11,18 +11,24 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from smriti.config import Settings
+from smriti.default_plugins.sqlite import schema
 from smriti.default_plugins.sqlite.backend import DB_FILE, SqliteBackend
+from smriti.default_plugins.sqlite.codec import ENGRAM_COLUMNS, engram_row
+from smriti.default_plugins.sqlite.lexical import document_terms, write_postings
 from smriti.errors import BackendError, ConfigError
 from smriti.model import Association, EngramUpdate
 from smriti.plugins import Registry, create_plugin_manager
-from smriti.reads import Expand, Seek
+from smriti.reads import Expand, Listing, Seek
 from smriti.testing import GraphBuilder, RecallEqualityTests, StorageBackendTests
+from smriti.testing.builders import T0
+from smriti.testing.storage_suite import assert_engram_equal
 
 Make = Callable[[str], SqliteBackend]
 
@@ -159,6 +165,52 @@ def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
         conn.execute("PRAGMA user_version = 99")
     conn.close()
     _refused(path, "newer than this Smriti")
+
+
+def _version_1_store(path: Path, build: GraphBuilder) -> None:
+    """A store as the previous Smriti wrote it: schema 1, no version columns."""
+    path.parent.mkdir(parents=True)
+    conn = sqlite3.connect(path, isolation_level=None)
+    schema.MIGRATIONS[1](conn)
+    old_columns = ENGRAM_COLUMNS.split(", supersedes")[0]
+    for i in (1, 2):
+        row = engram_row(build.engram(i, tags=["kept"]))
+        values = [row[c] for c in old_columns.split(", ")]
+        seq = conn.execute(
+            f"INSERT INTO engram ({old_columns}) VALUES ({', '.join('?' * len(values))})", values
+        ).lastrowid
+        write_postings(conn, int(seq or 0), document_terms("", "", ["kept"]))
+    conn.execute(f"PRAGMA application_id = {schema.APPLICATION_ID:d}")
+    conn.execute("PRAGMA user_version = 1")
+    conn.close()
+
+
+def test_a_version_1_store_is_migrated_in_place_and_keeps_its_memories(
+    tmp_path: Path, build: GraphBuilder
+) -> None:
+    path = tmp_path / "alice" / DB_FILE
+    _version_1_store(path, build)
+    with SqliteBackend("alice", path) as backend:
+        got = {e.id: e for e in backend.get_engrams(["e00001", "e00002"])}
+        for i in (1, 2):
+            want = build.engram(i, tags=["kept"])
+            assert_engram_equal(got[want.id], want)  # versions read as "" and None
+        assert [e.id for e in backend.list_page(Listing(5, include_superseded=False))] == [
+            "e00002",
+            "e00001",
+        ]
+        when = T0 + timedelta(days=1)
+        backend.update_engrams([EngramUpdate("e00001", superseded_by="e00002", superseded_at=when)])
+        assert [e.id for e in backend.list_page(Listing(5, include_superseded=False))] == ["e00002"]
+        assert [i for i, _ in backend.seek(Seek(k=5, text="kept")).text] == ["e00001", "e00002"]
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone() == (schema.SCHEMA_VERSION,)
+        schema.MIGRATIONS[2](conn)  # a second run changes nothing and does not fail
+    conn.close()
+    with SqliteBackend("alice", path) as again:  # opened again: nothing to migrate
+        old = again.get_engrams(["e00001"])[0]
+        assert (old.superseded_by, old.superseded_at) == ("e00002", when)
+        assert again.count_engrams() == 2
 
 
 def test_a_directory_in_place_of_the_file_is_refused(tmp_path: Path) -> None:

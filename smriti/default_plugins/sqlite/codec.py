@@ -21,7 +21,8 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: Engram columns in the order ``engram_from_row`` reads them.
 ENGRAM_COLUMNS = (
     "id, content, summary, memory_type, importance, access_count, created_at, "
-    "last_accessed_at, decay_factor, embedding, source, tags, cluster_id"
+    "last_accessed_at, decay_factor, embedding, source, tags, cluster_id, supersedes, "
+    "superseded_by, superseded_at"
 )
 CUE_COLUMNS = "id, name, cue_type, embedding"
 ASSOCIATION_COLUMNS = "source_id, target_id, strength, relation_type, created_at"
@@ -38,6 +39,16 @@ def ts_in(value: datetime) -> int:
 def ts_out(value: int | None) -> datetime:
     """The aware UTC datetime of a stored timestamp."""
     return EPOCH + timedelta(microseconds=int(value or 0))
+
+
+def ts_maybe_in(value: datetime | None) -> int | None:
+    """``ts_in`` of an optional time (None stays None: SQL NULL)."""
+    return None if value is None else ts_in(value)
+
+
+def ts_maybe_out(value: int | None) -> datetime | None:
+    """``ts_out`` of an optional stored time (NULL is None)."""
+    return None if value is None else ts_out(value)
 
 
 def vec_in(vector: object) -> bytes | None:
@@ -70,6 +81,9 @@ def engram_row(engram: Engram) -> dict[str, Any]:
         "source": engram.source,
         "tags": json.dumps(list(engram.tags), ensure_ascii=False),
         "cluster_id": int(engram.cluster_id),
+        "supersedes": engram.supersedes or "",
+        "superseded_by": engram.superseded_by or "",
+        "superseded_at": ts_maybe_in(engram.superseded_at),
     }
 
 
@@ -89,6 +103,10 @@ def engram_from_row(row: Sequence[Any]) -> Engram:
         source=row[10],
         tags=list(json.loads(row[11])),
         cluster_id=int(row[12]),
+        # A store migrated from schema 1 holds '' and NULL here (the column defaults).
+        supersedes=row[13] or "",
+        superseded_by=row[14] or "",
+        superseded_at=ts_maybe_out(row[15]),
     )
 
 

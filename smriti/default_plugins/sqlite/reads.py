@@ -22,10 +22,11 @@ from smriti.default_plugins.sqlite.codec import (
     association_from_row,
     cue_from_row,
     engram_from_row,
+    ts_in,
     ts_out,
 )
 from smriti.model import Association, CoOccurrence, Cue, Engram, Link, normalise_cue_name
-from smriti.reads import CueMatch, Expand, Neighbourhood, Seeds, Seek
+from smriti.reads import CueMatch, Expand, Listing, Neighbourhood, Seeds, Seek
 from smriti.storage import EngramStats, batched
 
 if TYPE_CHECKING:
@@ -48,6 +49,43 @@ def _in_chunks(conn: sqlite3.Connection, query: str, ids: Sequence[str], *extra:
     for chunk in batched(ids, CHUNK):
         rows += conn.execute(query.format(marks=_marks(len(chunk))), (*chunk, *extra)).fetchall()
     return rows
+
+
+def _listing_where(listing: Listing) -> tuple[str, list[Any]]:
+    """The WHERE clause (or "") of a listing's filters and paging key, and its
+    parameters. Times compare as stored integers (microseconds), so a key built from a
+    returned engram is exact."""
+    terms: list[str] = []
+    params: list[Any] = []
+    if listing.memory_type is not None:
+        terms.append("memory_type = ?")
+        params.append(listing.memory_type)
+    tags = list(dict.fromkeys(listing.tags))
+    if tags:
+        inside = f"FROM json_each(engram.tags) WHERE value IN ({_marks(len(tags))})"
+        if listing.all_tags:
+            terms.append(f"(SELECT count(DISTINCT value) {inside}) = ?")
+            params += [*tags, len(tags)]
+        else:
+            terms.append(f"EXISTS (SELECT 1 {inside})")
+            params += tags
+    if listing.since is not None:
+        terms.append("created_at >= ?")
+        params.append(ts_in(listing.since))
+    if listing.until is not None:
+        terms.append("created_at < ?")
+        params.append(ts_in(listing.until))
+    if not listing.include_superseded:
+        terms.append("superseded_by = ''")
+    if listing.cluster_id is not None:
+        terms.append("cluster_id = ?")
+        params.append(int(listing.cluster_id))
+    if listing.after is not None:
+        accessed, created, key = listing.after
+        # A row value: the listing index (ascending, scanned backwards) serves it.
+        terms.append("(last_accessed_at, created_at, id) < (?, ?, ?)")
+        params += [ts_in(accessed), ts_in(created), str(key)]
+    return ("WHERE " + " AND ".join(terms) if terms else ""), params
 
 
 #: Every (cue, engram, strength, importance) of some cues (covering indexes only).
@@ -85,18 +123,17 @@ class ReadsMixin(_Self):  # type: ignore[misc,valid-type]
             )
         return [engram_from_row(r) for r in rows]
 
-    def list_engrams(self, limit: int, memory_type: str | None = None) -> list[Engram]:
-        """Most recently accessed first (ties: newest created first, then by id)."""
-        if limit <= 0:
+    def list_page(self, listing: Listing) -> list[Engram]:
+        """A filtered page in listing order (see StorageBackend.list_page): one query
+        with every filter and the paging key in its WHERE clause, before its LIMIT."""
+        if listing.limit <= 0:
             return []
-        where, params = (
-            ("", ()) if memory_type is None else ("WHERE memory_type = ?", (memory_type,))
-        )
+        where, params = _listing_where(listing)
         with self._read() as conn:
             rows = conn.execute(
                 f"SELECT {ENGRAM_COLUMNS} FROM engram {where} "
-                "ORDER BY last_accessed_at DESC, created_at DESC, id LIMIT ?",
-                (*params, int(limit)),
+                "ORDER BY last_accessed_at DESC, created_at DESC, id DESC LIMIT ?",
+                (*params, int(listing.limit)),
             ).fetchall()
         return [engram_from_row(r) for r in rows]
 

@@ -15,13 +15,14 @@ rows or to reload, whichever process made the change.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 from smriti.errors import BackendError
 
 #: "Smri" in ASCII: marks a file as a Smriti store.
 APPLICATION_ID = 0x536D7269
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: Seconds a statement waits for another process's write lock before failing.
 BUSY_SECONDS = 30.0
 
@@ -94,8 +95,35 @@ _V1 = (
     "CREATE INDEX posting_by_engram ON posting (engram_seq)",
 )
 
-#: Statements that bring a store from version ``n - 1`` to ``n``.
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1}
+#: Columns added by version 2: an engram's place in a version chain. The defaults are
+#: what a memory stored before versions existed is: current, and corrected nothing.
+_V2_COLUMNS = (
+    ("supersedes", "TEXT NOT NULL DEFAULT ''"),
+    ("superseded_by", "TEXT NOT NULL DEFAULT ''"),
+    ("superseded_at", "INTEGER"),
+)
+
+
+def _v1(conn: sqlite3.Connection) -> None:
+    for statement in _V1:
+        conn.execute(statement)
+
+
+def _v2(conn: sqlite3.Connection) -> None:
+    """The version fields, and a listing index whose backward scan is the listing order
+    (last access, creation and id all descending; version 1's sorted ids ascending)."""
+    have = {row[1] for row in conn.execute("PRAGMA table_info(engram)")}
+    for column, declaration in _V2_COLUMNS:
+        if column not in have:  # ADD COLUMN keeps every row; a column is added only once
+            conn.execute(f"ALTER TABLE engram ADD COLUMN {column} {declaration}")
+    conn.execute("DROP INDEX IF EXISTS engram_by_access")
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS engram_by_listing ON engram (last_accessed_at, created_at, id)"
+    )
+
+
+#: What brings a store from version ``n - 1`` to ``n`` (inside the migration's transaction).
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1, 2: _v2}
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -161,8 +189,7 @@ def migrate(conn: sqlite3.Connection, path: Path) -> list[int]:
         current = check(conn, path)  # another process may have migrated meanwhile
         applied = list(range(current + 1, SCHEMA_VERSION + 1))
         for version in applied:
-            for statement in MIGRATIONS[version]:
-                conn.execute(statement)
+            MIGRATIONS[version](conn)
         conn.execute(f"PRAGMA application_id = {APPLICATION_ID:d}")
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION:d}")
         conn.execute("COMMIT")

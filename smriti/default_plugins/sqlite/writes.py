@@ -8,8 +8,9 @@ deletes cascade through the foreign keys.
 
 from __future__ import annotations
 
+import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from smriti.default_plugins.sqlite.codec import (
@@ -19,6 +20,7 @@ from smriti.default_plugins.sqlite.codec import (
     engram_from_row,
     engram_row,
     ts_in,
+    ts_maybe_in,
     vec_in,
 )
 from smriti.default_plugins.sqlite.lexical import document_terms, write_postings
@@ -47,13 +49,14 @@ CHUNK = 500
 _INSERT_ENGRAM = (
     f"INSERT INTO engram ({ENGRAM_COLUMNS}) VALUES (:id, :content, :summary, :memory_type, "
     ":importance, :access_count, :created_at, :last_accessed_at, :decay_factor, :embedding, "
-    ":source, :tags, :cluster_id)"
+    ":source, :tags, :cluster_id, :supersedes, :superseded_by, :superseded_at)"
 )
 _REPLACE_ENGRAM = (
     "UPDATE engram SET content = :content, summary = :summary, memory_type = :memory_type, "
     "importance = :importance, access_count = :access_count, created_at = :created_at, "
     "last_accessed_at = :last_accessed_at, decay_factor = :decay_factor, "
-    "embedding = :embedding, source = :source, tags = :tags, cluster_id = :cluster_id "
+    "embedding = :embedding, source = :source, tags = :tags, cluster_id = :cluster_id, "
+    "supersedes = :supersedes, superseded_by = :superseded_by, superseded_at = :superseded_at "
     "WHERE id = :id"
 )
 _UPDATE_ENGRAM = (
@@ -61,7 +64,9 @@ _UPDATE_ENGRAM = (
     "last_accessed_at = coalesce(:last_accessed_at, last_accessed_at), "
     "decay_factor = coalesce(:decay_factor, decay_factor), "
     "cluster_id = coalesce(:cluster_id, cluster_id), "
-    "importance = coalesce(:importance, importance) WHERE id = :id"
+    "importance = coalesce(:importance, importance), tags = coalesce(:tags, tags), "
+    "superseded_by = coalesce(:superseded_by, superseded_by), "
+    "superseded_at = coalesce(:superseded_at, superseded_at) WHERE id = :id"
 )
 _LINK = (
     "INSERT INTO link (engram_id, cue_id, strength, created_at) SELECT :e, :c, :s, :ts "
@@ -94,6 +99,25 @@ def _bump(conn: sqlite3.Connection, table: str) -> None:
 
 def _marks(n: int) -> str:
     return ", ".join("?" * n)
+
+
+def _update_row(u: EngramUpdate) -> dict[str, Any]:
+    """Named parameters of ``_UPDATE_ENGRAM`` (None: the column keeps its value)."""
+
+    def maybe[T](value: object, convert: Callable[[Any], T]) -> T | None:
+        return None if value is None else convert(value)
+
+    return {
+        "id": u.id,
+        "access_count": maybe(u.access_count, int),
+        "last_accessed_at": maybe(u.last_accessed_at, ts_in),
+        "decay_factor": maybe(u.decay_factor, float),
+        "cluster_id": maybe(u.cluster_id, int),
+        "importance": maybe(u.importance, float),
+        "tags": maybe(u.tags, lambda t: json.dumps([str(x) for x in t], ensure_ascii=False)),
+        "superseded_by": maybe(u.superseded_by, str),
+        "superseded_at": ts_maybe_in(u.superseded_at),
+    }
 
 
 def _association_row(a: Association) -> dict[str, Any]:
@@ -191,23 +215,23 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
 
     # -- updates and deletes ------------------------------------------------------------
     def update_engrams(self, updates: Sequence[EngramUpdate]) -> None:
-        """Apply partial updates in one transaction; unknown ids are ignored."""
-        rows = [
-            {
-                "id": u.id,
-                "access_count": None if u.access_count is None else int(u.access_count),
-                "last_accessed_at": None
-                if u.last_accessed_at is None
-                else ts_in(u.last_accessed_at),
-                "decay_factor": None if u.decay_factor is None else float(u.decay_factor),
-                "cluster_id": None if u.cluster_id is None else int(u.cluster_id),
-                "importance": None if u.importance is None else float(u.importance),
-            }
-            for u in updates
-        ]
-        if rows:
-            with self._write() as conn:
-                conn.executemany(_UPDATE_ENGRAM, rows)
+        """Apply partial updates in one transaction; unknown ids are ignored. A new tag
+        list re-indexes the engram's postings, so text search follows the tags."""
+        rows = [_update_row(u) for u in updates]
+        if not rows:
+            return
+        retagged = list(dict.fromkeys(u.id for u in updates if u.tags is not None))
+        with self._write() as conn:
+            conn.executemany(_UPDATE_ENGRAM, rows)
+            for chunk in batched(retagged, CHUNK):
+                found = conn.execute(
+                    f"SELECT seq, content, summary, tags FROM engram WHERE id IN "
+                    f"({_marks(len(chunk))})",
+                    chunk,
+                ).fetchall()
+                for seq, content, summary, tags in found:
+                    conn.execute("DELETE FROM posting WHERE engram_seq = ?", (seq,))
+                    write_postings(conn, seq, document_terms(content, summary, json.loads(tags)))
 
     def delete_engrams(self, ids: Sequence[str]) -> int:
         """Delete engrams; their links, associations and postings go with them (cascade)."""
