@@ -20,7 +20,7 @@ from smriti.model import Association, Cue, Engram, as_vector
 ENGRAM_FIELDS = (
     "e.id, e.content, e.summary, e.memory_type, e.importance, e.access_count, "
     "e.created_at, e.last_accessed_at, e.decay_factor, e.embedding, e.source, e.tags, "
-    "e.cluster_id"
+    "e.cluster_id, e.supersedes, e.superseded_by, e.superseded_at"
 )
 CUE_FIELDS = "c.id, c.name, c.cue_type, c.embedding"
 
@@ -39,6 +39,11 @@ def ts_out(value: datetime | None) -> datetime:
     if value is None:
         return datetime.fromtimestamp(0, UTC)
     return value.replace(tzinfo=UTC)
+
+
+def ts_out_or_none(value: datetime | None) -> datetime | None:
+    """Like ``ts_out``, but an unset time stays None."""
+    return None if value is None else value.replace(tzinfo=UTC)
 
 
 def vec_in(vector: object) -> str | None:
@@ -78,6 +83,9 @@ def engram_params(e: Engram) -> dict[str, Any]:
         "tags": tags,
         "tags_text": " ".join(tags),
         "cluster_id": int(e.cluster_id),
+        "supersedes": e.supersedes or "",
+        "superseded_by": e.superseded_by or "",
+        "superseded_at": ts_in(e.superseded_at),
     }
 
 
@@ -96,11 +104,28 @@ ENGRAM_COLUMNS = (
     "tags",
     "tags_text",
     "cluster_id",
+    "supersedes",
+    "superseded_by",
+    "superseded_at",
 )
+#: Casts of row fields whose type Kùzu may not infer from the values: a batch of rows
+#: whose ``superseded_at`` are all None binds it as STRING, which a TIMESTAMP column
+#: refuses ("Implicit cast is not supported"); likewise lists that are all empty.
+ROW_CASTS = {"superseded_at": "TIMESTAMP", "tags": "STRING[]"}
+
+
+def row_value(column: str, row: str = "r") -> str:
+    """``row.column``, cast where ``ROW_CASTS`` says so."""
+    cast = ROW_CASTS.get(column)
+    return f"{row}.{column}" if cast is None else f"CAST({row}.{column} AS {cast})"
+
+
 #: ``SET`` list replacing every column of ``e`` from row ``r``.
-ENGRAM_SET = ", ".join(f"e.{c} = r.{c}" for c in ENGRAM_COLUMNS[1:])
+ENGRAM_SET = ", ".join(f"e.{c} = {row_value(c)}" for c in ENGRAM_COLUMNS[1:])
 #: ``CREATE`` of an Engram from row ``r``.
-ENGRAM_CREATE = "CREATE (:Engram {" + ", ".join(f"{c}: r.{c}" for c in ENGRAM_COLUMNS) + "})"
+ENGRAM_CREATE = (
+    "CREATE (:Engram {" + ", ".join(f"{c}: {row_value(c)}" for c in ENGRAM_COLUMNS) + "})"
+)
 #: ``CREATE`` of one Engram from scalar parameters (half the cost of a one-row UNWIND).
 ENGRAM_CREATE_ONE = "CREATE (:Engram {" + ", ".join(f"{c}: ${c}" for c in ENGRAM_COLUMNS) + "})"
 
@@ -121,6 +146,9 @@ def engram_from_row(row: list[Any]) -> Engram:
         source=row[10] or "",
         tags=list(row[11] or []),
         cluster_id=int(row[12] if row[12] is not None else -1),
+        supersedes=row[13] or "",
+        superseded_by=row[14] or "",
+        superseded_at=ts_out_or_none(row[15]),
     )
 
 

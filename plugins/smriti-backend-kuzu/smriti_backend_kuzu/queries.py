@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from smriti.model import Association, CoOccurrence, Cue, Engram, Link, normalise_cue_name
+from smriti.reads import Listing, listing_sorted
 from smriti.storage import EngramStats, cosine_top_k, unit
 from smriti_backend_kuzu.codec import (
     ASSOC_FIELDS,
@@ -28,6 +29,7 @@ from smriti_backend_kuzu.codec import (
     LINK_FIELDS,
     association_from_row,
     engram_from_row,
+    ts_in,
     ts_out,
     vec_out,
 )
@@ -49,6 +51,47 @@ assert set(_FIELD_ORDER) <= set(ENGRAM_COLUMNS)
 
 def _type_filter(memory_type: str | None, alias: str = "e") -> str:
     return "" if memory_type is None else f"WHERE {alias}.memory_type = $t"
+
+
+def _listing_where(listing: Listing) -> tuple[str, dict[str, Any]]:
+    """The ``WHERE`` clause of ``listing``'s filters and ``after`` key, with its
+    parameters. Only the number of tags shapes the query text; every value is a
+    parameter (Kùzu 0.11.3 fails an assertion on a parameter inside a list
+    quantifier such as ``any(x IN e.tags WHERE x IN $tags)``, so one
+    ``list_contains`` per tag)."""
+    terms: list[str] = []
+    params: dict[str, Any] = {}
+    if listing.memory_type is not None:
+        terms.append("e.memory_type = $t")
+        params["t"] = listing.memory_type
+    if listing.tags:
+        tags = list(dict.fromkeys(listing.tags))
+        joiner = " AND " if listing.all_tags else " OR "
+        terms.append(
+            "(" + joiner.join(f"list_contains(e.tags, $g{i})" for i in range(len(tags))) + ")"
+        )
+        params.update({f"g{i}": str(tag) for i, tag in enumerate(tags)})
+    if listing.since is not None:
+        terms.append("e.created_at >= $since")
+        params["since"] = ts_in(listing.since)
+    if listing.until is not None:
+        terms.append("e.created_at < $until")
+        params["until"] = ts_in(listing.until)
+    if not listing.include_superseded:
+        terms.append("coalesce(e.superseded_by, '') = ''")
+    if listing.cluster_id is not None:
+        terms.append("e.cluster_id = $cluster")
+        params["cluster"] = int(listing.cluster_id)
+    if listing.after is not None:
+        # Strictly after in (last access, creation, id) descending order. The key holds
+        # the values this backend returned (microseconds, as Kùzu stores them).
+        accessed, created, last_id = listing.after
+        terms.append(
+            "(e.last_accessed_at < $la OR (e.last_accessed_at = $la AND "
+            "(e.created_at < $ca OR (e.created_at = $ca AND e.id < $aid))))"
+        )
+        params.update({"la": ts_in(accessed), "ca": ts_in(created), "aid": last_id})
+    return ("WHERE " + " AND ".join(terms) if terms else ""), params
 
 
 class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
@@ -99,14 +142,16 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
             if chosen is None or m.row["id"] in chosen
         ]
 
-    def list_engrams(self, limit: int, memory_type: str | None = None) -> list[Engram]:
-        """Most recently accessed first (ties: newest created first)."""
-        if limit <= 0:
+    def list_page(self, listing: Listing) -> list[Engram]:
+        """A filtered page in listing order (``smriti.reads.Listing``): every filter and
+        the ``after`` key in the query, before its ``LIMIT``."""
+        if listing.limit <= 0:
             return []
+        where, params = _listing_where(listing)
         rows = self._q(
-            f"MATCH (e:Engram) {_type_filter(memory_type)} RETURN {ENGRAM_FIELDS} "
-            "ORDER BY e.last_accessed_at DESC, e.created_at DESC, e.id LIMIT $k",
-            {"k": int(limit), **({"t": memory_type} if memory_type is not None else {})},
+            f"MATCH (e:Engram) {where} RETURN {ENGRAM_FIELDS} "
+            "ORDER BY e.last_accessed_at DESC, e.created_at DESC, e.id DESC LIMIT $k",
+            {**params, "k": int(listing.limit)},
             lag_ok=True,
         )
         found = [engram_from_row(r) for r in rows]
@@ -115,10 +160,7 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
         if not waiting:
             return found
         known = {e.id for e in found}
-        found += [e for e in waiting if e.id not in known and memory_type in (None, e.memory_type)]
-        found.sort(key=lambda e: e.id)
-        found.sort(key=lambda e: (e.last_accessed_at, e.created_at), reverse=True)
-        return found[:limit]
+        return listing_sorted(found + [e for e in waiting if e.id not in known], listing)
 
     def count_engrams(self) -> int:
         """How many engrams this store holds (counted in memory)."""

@@ -12,6 +12,10 @@ opened in Kùzu 0.11.3: its write-ahead log failed to replay ("Found duplicated 
 key value 185"), and at its last checkpoint, with no pending row left, inserting one
 failed once the sequence reached 185: the key index still held keys of deleted rows.
 Keys that are never reused avoid it (``bench/kill_stress.py``).
+
+Version 5 adds the version fields of an engram: ``supersedes`` and ``superseded_by``
+(``''`` on every existing row: a first, current version) and ``superseded_at`` (null).
+Adding columns with defaults rewrites no row's other columns, so no data can be lost.
 """
 
 from __future__ import annotations
@@ -70,6 +74,16 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "IF TABLE CoOccursPending: MATCH (p:CoOccursPending) "
             "MERGE (q:CoOccursQueue {id: 'serial-' + CAST(p.id AS STRING)}) SET q.cues = p.cues",
             "IF TABLE CoOccursPending: MATCH (p:CoOccursPending) DELETE p",
+        ],
+    ),
+    (
+        5,
+        [
+            # Corrections (issue 20): the memory this one corrected, and the one that
+            # corrected it, when. Empty strings, not nulls, so filters compare plainly.
+            "ALTER TABLE Engram ADD IF NOT EXISTS supersedes STRING DEFAULT ''",
+            "ALTER TABLE Engram ADD IF NOT EXISTS superseded_by STRING DEFAULT ''",
+            "ALTER TABLE Engram ADD IF NOT EXISTS superseded_at TIMESTAMP",
         ],
     ),
 ]

@@ -55,7 +55,10 @@ JOURNAL_CHECKPOINT_BYTES = 16 * 2**20
 #: What a failed journal append means when the disk (or the file-size limit) is full.
 _FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 #: The row fields that hold times (naive UTC datetimes for Kùzu, ISO text in the journal).
-_ROW_TIMES = ("created_at", "last_accessed_at")
+_ROW_TIMES = ("created_at", "last_accessed_at", "superseded_at")
+#: Row fields a journal line written by an older version lacks, with their values then:
+#: a memory stored before an upgrade and replayed after it is a first, current version.
+_ROW_DEFAULTS: dict[str, Any] = {"supersedes": "", "superseded_by": "", "superseded_at": None}
 
 
 @dataclass
@@ -91,7 +94,7 @@ class MemoryWrite:
     def from_line(cls, line: bytes) -> MemoryWrite:
         """The inverse of ``to_line`` (ValueError/KeyError/TypeError if damaged)."""
         data = json.loads(line)
-        row = dict(data["row"])
+        row = {**_ROW_DEFAULTS, **data["row"]}
         for key in _ROW_TIMES:
             row[key] = _from_iso(row[key])
         assoc = [{**a, "ts": _from_iso(a["ts"])} for a in data["assoc"]]

@@ -42,6 +42,7 @@ from smriti_backend_kuzu.codec import (
     ENGRAM_SET,
     cue_params,
     engram_params,
+    row_value,
     ts_in,
     vec_literal,
     vec_out,
@@ -151,7 +152,16 @@ _CUE_CREATE_ROW = (
     "CREATE (:Cue {id: r.id, name: r.name, cue_type: r.cue_type, embedding: r.embedding})"
 )
 _CUE_SET = "e.name = r.name, e.cue_type = r.cue_type, e.embedding = r.embedding"
-_UPDATABLE = ("access_count", "last_accessed_at", "decay_factor", "cluster_id", "importance")
+_UPDATABLE = (
+    "access_count",
+    "last_accessed_at",
+    "decay_factor",
+    "cluster_id",
+    "importance",
+    "tags",
+    "superseded_by",
+    "superseded_at",
+)
 #: Kùzu types of the fields a staged (COPY + join) update can carry.
 _STAGED_TYPES = {
     "access_count": "INT64",
@@ -386,11 +396,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         for batch in batched(updates, STAGED_BATCH):
             groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
             for u in batch:
-                row: dict[str, Any] = {"id": u.id}
-                for f in _UPDATABLE:
-                    value = getattr(u, f)
-                    if value is not None:
-                        row[f] = ts_in(value) if f == "last_accessed_at" else value
+                row = _update_row(u)
                 if len(row) > 1:
                     groups.setdefault(tuple(k for k in row if k != "id"), []).append(row)
             if not groups:
@@ -398,7 +404,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             _merge_staged(groups)
             with self._write_lock, self._errors(), self._write() as conn:
                 for fields, rows in groups.items():
-                    sets = ", ".join(f"e.{f} = r.{f}" for f in fields)
+                    sets = ", ".join(f"e.{f} = {row_value(f)}" for f in fields)
                     ids = self._engram_ids
                     if len(rows) <= SMALL_UPDATE and ids is not None:
                         # One MATCH of several ids: only ids known to exist, or
@@ -769,6 +775,23 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
             self._exec(
                 self._conn(), "MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": value}
             )
+
+
+def _update_row(u: EngramUpdate) -> dict[str, Any]:
+    """The id and the converted non-None fields of ``u``; new tags come with their
+    ``tags_text``, which the lexical search (scan or FTS index) reads."""
+    row: dict[str, Any] = {"id": u.id}
+    for f in _UPDATABLE:
+        value = getattr(u, f)
+        if value is None:
+            continue
+        if f in ("last_accessed_at", "superseded_at"):
+            value = ts_in(value)
+        elif f == "tags":
+            value = [str(t) for t in value]
+            row["tags_text"] = " ".join(value)
+        row[f] = value
+    return row
 
 
 def _merge_staged(groups: dict[tuple[str, ...], list[dict[str, Any]]]) -> None:
