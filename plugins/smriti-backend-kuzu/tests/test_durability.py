@@ -26,6 +26,7 @@ from smriti_backend_kuzu import durability, writebehind
 from smriti_backend_kuzu.backend import DB_FILE, KuzuBackend
 
 from smriti.errors import BackendError, StorageFullError
+from smriti.reads import Listing, list_key
 from smriti.testing import GraphBuilder
 
 build = GraphBuilder(8)
@@ -125,11 +126,16 @@ def test_queued_memories_wait_for_room_and_are_listed_meanwhile(
     with _opened(path) as backend:
         backend.add_memory(build.engram(1), [], [])
         backend._write_in_background = lambda: None  # type: ignore[method-assign]
-        backend.add_memory(build.engram(2), [], [])
+        correction = build.engram(2, supersedes="e00001", tags=["fixed"])
+        backend.add_memory(correction, [], [])
         monkeypatch.setattr(durability, "free_bytes", lambda _: 0)  # no room for Kùzu
         with pytest.raises(StorageFullError, match="1 stored memories wait"):
             backend.write_queued()
         assert sorted(e.id for e in backend.list_engrams(5)) == ["e00001", "e00002"]
+        # The queued memory passes the listing's filters like a stored one.
+        assert [e.id for e in backend.list_page(Listing(5, tags=["fixed"]))] == ["e00002"]
+        assert backend.list_page(Listing(5, tags=["fixed"], after=list_key(correction))) == []
+        assert backend.get_engrams(["e00002"])[0].supersedes == "e00001"
         monkeypatch.undo()
     assert _ids(path) == ["e00001", "e00002"]
 

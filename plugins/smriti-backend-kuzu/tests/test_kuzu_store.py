@@ -4,18 +4,21 @@ indexes, settings, and the working set's load."""
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 import sys
 import textwrap
 import threading
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import kuzu
+import numpy as np
 import pytest
 from smriti_backend_kuzu import schema
 from smriti_backend_kuzu.backend import DB_FILE, KuzuBackend
+from smriti_backend_kuzu.codec import engram_params, vec_in
 from structlog.testing import capture_logs
 
 from smriti.config import Settings
@@ -24,7 +27,7 @@ from smriti.errors import BackendError, StoreLockedError
 from smriti.index.indexed import IndexedBackend
 from smriti.model import Association, CoOccurrence, EngramUpdate, Link
 from smriti.plugins import Registry, create_plugin_manager
-from smriti.reads import Expand, Seek
+from smriti.reads import Expand, Listing, Seek
 from smriti.testing import GraphBuilder
 
 Factory = Callable[..., KuzuBackend]
@@ -126,6 +129,81 @@ def test_old_schema_is_migrated_idempotently(tmp_path: Path) -> None:
         backend.update_engrams([EngramUpdate("old", cluster_id=4)])
         backend.close()
     assert schema.CURRENT_VERSION >= 2
+
+
+def _make_v4_store(path: Path) -> None:
+    """A store as schema version 4 left it: no version fields on Engram, a full-text
+    index over it (a session without a working set), and a memory still in the journal
+    as the previous version wrote its lines."""
+    path.parent.mkdir(parents=True)
+    db = kuzu.Database(str(path))
+    conn = kuzu.Connection(db)
+    assert schema.migrate(conn, target=4) == [1, 2, 3, 4]
+    columns = {r[1] for r in conn.execute("CALL TABLE_INFO('Engram') RETURN *").get_all()}
+    assert "superseded_by" not in columns and "cluster_id" in columns
+    conn.execute(
+        "CREATE (:Engram {id: 'old', content: 'written before corrections', summary: 's', "
+        "memory_type: 'semantic', importance: 0.4, access_count: 2, created_at: $t, "
+        "last_accessed_at: $t, decay_factor: 0.9, embedding: $v, source: 'v4', "
+        "tags: ['vintage'], tags_text: 'vintage', cluster_id: 3})",
+        {"t": datetime(2024, 5, 1, 8, 30), "v": vec_in(np.ones(8, dtype=np.float32))},
+    )
+    conn.execute("LOAD fts")
+    conn.execute(
+        "CALL CREATE_FTS_INDEX('Engram', 'engram_fts', ['content', 'summary', 'tags_text'])"
+    )
+    conn.close()
+    db.close()
+    queued = build.engram(7, tags=["cellar"])
+    row = {k: v for k, v in engram_params(queued).items() if not k.startswith("supersede")}
+    row.update({k: row[k].isoformat() for k in ("created_at", "last_accessed_at")})
+    line = {"row": row, "new_cues": [], "cue_ids": [], "assoc": []}
+    path.with_name(path.name + ".journal").write_text(json.dumps(line) + "\n")
+
+
+def test_store_without_version_fields_is_migrated_and_keeps_everything(tmp_path: Path) -> None:
+    path = tmp_path / "alice" / DB_FILE
+    _make_v4_store(path)
+    with capture_logs() as logs:
+        backend = KuzuBackend("alice", path, native_indexes=True)
+        backend.open()
+    assert [e["versions"] for e in logs if e["event"] == "kuzu schema migrated"] == [[5]]
+    try:
+        [old] = backend.get_engrams(["old"])
+        assert (old.supersedes, old.superseded_by, old.superseded_at) == ("", "", None)
+        assert (old.content, old.source, old.tags, old.cluster_id) == (
+            "written before corrections",
+            "v4",
+            ["vintage"],
+            3,
+        )
+        assert old.access_count == 2 and old.created_at == datetime(2024, 5, 1, 8, 30, tzinfo=UTC)
+        assert old.embedding is not None and old.embedding.tolist() == [1.0] * 8
+        [queued] = backend.get_engrams(["e00007"])  # the old journal line, replayed
+        assert (queued.tags, queued.superseded_by, queued.superseded_at) == (["cellar"], "", None)
+        assert [i for i, _ in backend.text_search("vintage", 3)] == ["old"]
+        current = Listing(10, include_superseded=False)
+        assert {e.id for e in backend.list_page(current)} == {"old", "e00007"}
+        when = datetime(2025, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+        backend.update_engrams([EngramUpdate("old", superseded_by="e00007", superseded_at=when)])
+    finally:
+        backend.close()
+    # A crash after the columns were added but before the version was recorded: the
+    # migration runs again and changes nothing.
+    db = kuzu.Database(str(path))
+    kuzu.Connection(db).execute("MATCH (m:Meta {key: 'schema_version'}) SET m.value = '4'")
+    db.close()
+    for _ in range(2):
+        backend = KuzuBackend("alice", path)
+        backend.open()
+        try:
+            [old] = backend.get_engrams(["old"])
+            assert (old.superseded_by, old.superseded_at) == ("e00007", when)
+            assert [e.id for e in backend.list_page(current)] == ["e00007"]
+            assert backend.get_meta(schema.SCHEMA_VERSION_KEY) == str(schema.CURRENT_VERSION)
+        finally:
+            backend.close()
+    assert schema.CURRENT_VERSION == 5
 
 
 def test_threads_store_and_read_concurrently(kuzu_factory: Factory) -> None:
