@@ -4,9 +4,12 @@ through ``IndexedBackend`` over the built-in SQLite backend, and what is its own
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -17,8 +20,11 @@ from smriti.index import snapshot
 from smriti.index.budget import Budget
 from smriti.index.indexed import IndexedBackend
 from smriti.model import Association, EngramUpdate
-from smriti.reads import Expand, Seek
+from smriti.reads import Expand, Listing, Seek, list_key
+from smriti.storage import StorageBackend
 from smriti.testing import GraphBuilder, RecallEqualityTests, StorageBackendTests
+from smriti.testing.builders import T0
+from smriti.testing.storage_suite import assert_engram_equal
 
 Make = Callable[[str], IndexedBackend]
 
@@ -488,3 +494,130 @@ def test_a_store_opened_without_a_working_set_drops_its_snapshot(
     assert isinstance(on, IndexedBackend) and (tmp_path / "alice" / "working-set").exists()
     off = index.wrap(Settings.from_env({**env, "SMRITI_WORKING_SET": "off"}), inner)
     assert off is inner and not (tmp_path / "alice" / "working-set").exists()
+
+
+def _versioned(backend: IndexedBackend, build: GraphBuilder, n: int) -> None:
+    """``n`` memories with tags, clusters and a version chain (each fifth corrected)."""
+    for i in range(n):
+        e = build.engram(
+            i,
+            content=f"memory number {i} words",
+            last_accessed_at=T0 + timedelta(hours=i // 3),
+            created_at=T0 + timedelta(minutes=i // 2),
+            tags=[f"t{i % 3}"],
+            cluster_id=i % 4,
+            supersedes=f"e{i - 1:05d}" if i % 5 == 1 else "",
+        )
+        backend.add_memory(e, [build.cue("hub")], [])
+    backend.update_engrams(
+        [
+            EngramUpdate(
+                f"e{i:05d}", superseded_by=f"e{i + 1:05d}", superseded_at=T0 + timedelta(days=i)
+            )
+            for i in range(0, n, 5)
+        ]
+    )
+
+
+_LISTINGS = [
+    Listing(7),
+    Listing(4, memory_type="semantic"),
+    Listing(50, tags=["t1", "new"]),
+    Listing(50, tags=["t0", "new"], all_tags=True),
+    Listing(3, include_superseded=False),
+    Listing(50, cluster_id=2, since=T0 + timedelta(minutes=3), until=T0 + timedelta(minutes=11)),
+    Listing(50, memory_type="procedural", include_superseded=False),
+    Listing(50, memory_type="no such type"),
+]
+
+
+def _pages(backend: StorageBackend, listing: Listing) -> list[list[str]]:
+    """Every page of ``listing`` (a page's last engram is the next one's key)."""
+    pages: list[list[str]] = []
+    after = None
+    while True:
+        page = backend.list_page(replace(listing, after=after, limit=min(listing.limit, 4)))
+        if not page:
+            return pages
+        pages.append([e.id for e in page])
+        after = list_key(page[-1])
+
+
+def test_a_snapshot_keeps_the_version_fields_and_lists_as_the_store_does(
+    tmp_path: Path, build: GraphBuilder
+) -> None:
+    backend = _open(tmp_path)
+    _versioned(backend, build, 24)
+    ids = [f"e{i:05d}" for i in range(24)]
+    want = {e.id: e for e in backend.inner.get_engrams(ids)}
+    backend.close()
+    with capture_logs() as logs:
+        again = _open(tmp_path)
+    try:
+        assert _loaded_from(logs) == "snapshot"
+        rows = again._ws.graph.rows  # type: ignore[union-attr]
+        assert not rows._taken  # loaded packed
+        # A filtered page peeks at the rows it passes over: only those it returns unpack.
+        assert again.list_page(Listing(5, tags=["nope"])) == []
+        page = again.list_page(Listing(2, cluster_id=3, include_superseded=False))
+        assert set(rows._taken) == {e.id for e in page} and len(page) == 2
+        for listing in _LISTINGS:
+            assert _pages(again, listing) == _pages(again.inner, listing), listing
+        for got in again.get_engrams(ids):
+            assert_engram_equal(got, want[got.id])
+        # New tags on a packed row: the text index follows, in memory and in the store.
+        assert "e00002" in [i for i, _ in again.seek(Seek(k=9, text="t2")).text]
+        again.update_engrams([EngramUpdate("e00002", tags=["new", "t0"])])
+        again.strengthen_engrams([EngramUpdate("e00003", superseded_by="e00004",
+                                                superseded_at=T0 + timedelta(days=9))])  # fmt: skip
+        again.strengthen_engrams([EngramUpdate("e00003", access_count=40)])
+        again.flush_strengthening()
+        for listing in _LISTINGS:
+            assert _pages(again, listing) == _pages(again.inner, listing), listing
+        assert [i for i, _ in again.seek(Seek(k=5, text="new")).text] == ["e00002"]
+        old_tag = [[i for i, _ in b.seek(Seek(k=9, text="t2")).text] for b in (again, again.inner)]
+        assert old_tag[0] == old_tag[1] and "e00002" not in old_tag[0]
+        changed = {e.id: e for e in again.inner.get_engrams(ids)}
+        assert changed["e00003"].access_count == 40  # both queued updates reached the store
+        assert changed["e00003"].superseded_by == "e00004"
+    finally:
+        again.close()
+    with capture_logs() as logs:
+        third = _open(tmp_path)
+    try:
+        assert _loaded_from(logs) == "snapshot"
+        for got in third.get_engrams(ids):
+            assert_engram_equal(got, changed[got.id])
+        assert [i for i, _ in third.seek(Seek(k=5, text="new")).text] == ["e00002"]
+    finally:
+        third.close()
+
+
+def test_a_snapshot_of_an_older_format_is_rebuilt_from_the_store(
+    tmp_path: Path, build: GraphBuilder
+) -> None:
+    backend = _open(tmp_path)
+    _versioned(backend, build, 12)
+    backend.close()
+    meta_path = tmp_path / "alice" / "working-set" / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    # What the previous version saved: format 2, rows without the version fields.
+    meta.update(format=2, fields=meta["fields"][:-3])
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match="another format"):
+        snapshot.load(meta_path.parent)
+    with capture_logs() as logs:
+        again = _open(tmp_path)
+    try:
+        assert _loaded_from(logs) == "store"
+        old = again.get_engrams(["e00000"])[0]
+        assert (old.superseded_by, old.superseded_at) == ("e00001", T0)
+        assert again.get_engrams(["e00001"])[0].supersedes == "e00000"
+    finally:
+        again.close()
+    with capture_logs() as logs:
+        third = _open(tmp_path)  # saved again at close, in this format
+    try:
+        assert _loaded_from(logs) == "snapshot"
+    finally:
+        third.close()

@@ -21,13 +21,14 @@ import numpy as np
 
 from smriti.index.packed import LazyMap, Packed
 from smriti.index.ranking import TopByImportance
-from smriti.index.text import TextIndex, document_terms
+from smriti.index.text import TextIndex, document_terms, text_terms
 from smriti.model import Association, Engram, Link
 
 #: Engram fields kept per row, in this order (the embedding lives in the vector cache).
 FIELDS = (
     "content", "summary", "memory_type", "importance", "access_count", "created_at",
     "last_accessed_at", "decay_factor", "source", "tags", "cluster_id",
+    "supersedes", "superseded_by", "superseded_at",
 )  # fmt: skip
 POS = {f: i for i, f in enumerate(FIELDS)}
 #: Each row also holds its key: the one id object that every structure shares.
@@ -91,7 +92,8 @@ class Graph:
                 e.content, summary, e.memory_type, float(e.importance), int(e.access_count),
                 as_stored(e.created_at), as_stored(e.last_accessed_at),
                 float(e.decay_factor), e.source or "",
-                [str(t) for t in e.tags], int(e.cluster_id), e.id,
+                [str(t) for t in e.tags], int(e.cluster_id),
+                e.supersedes or "", e.superseded_by or "", as_stored(e.superseded_at), e.id,
             ]  # fmt: skip
             self.rows[e.id] = row
             if old is None or old[:2] != row[:2] or old[9] != row[9]:
@@ -102,6 +104,8 @@ class Graph:
                 self._rerank(e.id, old[3])  # type: ignore[arg-type]
 
     def update(self, key: str, field: str, value: object) -> None:
+        """Set one field of a row (an ``EngramUpdate`` field): new tags re-index its text,
+        a new importance moves it in the cue lists."""
         with self.lock:
             row = self.rows.get(key)
             if row is None:
@@ -110,12 +114,26 @@ class Graph:
                 value = float(value)  # type: ignore[arg-type]
             elif field in ("access_count", "cluster_id"):
                 value = int(value)  # type: ignore[call-overload]
-            elif field == "last_accessed_at":
+            elif field in ("last_accessed_at", "superseded_at"):
                 value = utc(value)  # type: ignore[arg-type]
+            elif field == "tags":
+                value = [str(t) for t in value]  # type: ignore[attr-defined]
+            elif field == "superseded_by":
+                value = str(value)
             before = row[POS[field]]
             row[POS[field]] = value
             if field == "importance" and before != value:
                 self._rerank(key, before)  # type: ignore[arg-type]
+            elif field == "tags" and before != value:
+                self._reindex(key, row)
+
+    def _reindex(self, key: str, row: list[object]) -> None:
+        """Index the text of ``row`` again (its tags changed), under the same label."""
+        text = self.text
+        doc = text.doc_of.get(key)
+        label = text.labels[doc] if doc is not None else 0
+        terms = text_terms(row[0], row[1], row[POS["tags"]])  # type: ignore[arg-type]
+        text.add(row[_KEY], terms, label)  # type: ignore[arg-type]
 
     def engram(self, key: str, embedding: np.ndarray | None) -> Engram | None:
         row = self.rows.get(key)
@@ -126,6 +144,7 @@ class Graph:
             importance=row[3], access_count=row[4], created_at=row[5],  # type: ignore[arg-type]
             last_accessed_at=row[6], decay_factor=row[7], embedding=embedding,  # type: ignore[arg-type]
             source=row[8], tags=list(row[9]), cluster_id=row[10],  # type: ignore[arg-type]
+            supersedes=row[11], superseded_by=row[12], superseded_at=row[13],  # type: ignore[arg-type]
         )  # fmt: skip
 
     def remove_engrams(self, keys: Iterable[str]) -> None:

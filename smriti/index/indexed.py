@@ -43,10 +43,10 @@ import numpy as np
 
 from smriti.index import snapshot
 from smriti.index.budget import BUDGET
-from smriti.index.working_set import WorkingSet
+from smriti.index.working_set import UPDATED, WorkingSet
 from smriti.logs import get_logger
 from smriti.model import Association, CoOccurrence, Cue, Engram, EngramUpdate, Link, utcnow
-from smriti.reads import Expand, Neighbourhood, Seeds, Seek
+from smriti.reads import Expand, Listing, Neighbourhood, Seeds, Seek
 from smriti.storage import AssociationSearch, EngramStats, StorageBackend, StoredMemory
 
 log = get_logger(__name__)
@@ -465,7 +465,7 @@ class IndexedBackend(StorageBackend):
             return
         with self._queue_lock:
             for u in batch:
-                self._queued[u.id] = u
+                self._queued[u.id] = _merged(self._queued.get(u.id), u)
         self._wake.set()
 
     def delete_engrams(self, ids: Sequence[str]) -> int:
@@ -520,11 +520,9 @@ class IndexedBackend(StorageBackend):
             return ws.get_engrams(ids, embeddings)
         return self._native().get_engrams(ids, embeddings)
 
-    def list_engrams(self, limit: int, memory_type: str | None = None) -> list[Engram]:
+    def list_page(self, listing: Listing) -> list[Engram]:
         ws = self._reader()
-        if ws is not None:
-            return ws.list_engrams(limit, memory_type)
-        return self._native().list_engrams(limit, memory_type)
+        return ws.list_page(listing) if ws is not None else self._native().list_page(listing)
 
     def count_engrams(self) -> int:
         ws = self._reader()
@@ -586,6 +584,15 @@ class _Preload:
             raise self._error
         assert self._ws is not None
         return self._ws
+
+
+def _merged(older: EngramUpdate | None, newer: EngramUpdate) -> EngramUpdate:
+    """One update doing what ``older`` then ``newer`` do: a queued update replaced by a
+    later one for the same memory must not lose the fields only the older one set."""
+    if older is None:
+        return newer
+    changes = {f: getattr(newer, f) for f in UPDATED if getattr(newer, f) is not None}
+    return replace(older, **changes)
 
 
 def _dated(edges: Sequence[Association]) -> list[Association]:

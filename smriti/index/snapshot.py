@@ -37,12 +37,21 @@ from smriti.model import Cue, normalise_cue_name
 STAMP_KEY = "working_set.snapshot"
 #: The stamp of a store written since its snapshot was saved.
 DIRTY = "dirty"
-FORMAT = 2
+#: Bumped whenever the layout changes: a snapshot of another format is never read (the
+#: next start rebuilds it from the store). 3: the version fields, ascending listing.
+FORMAT = 3
 #: A file whose presence says the store changed since the snapshot (``mark_stale``).
 STALE = "stale"
 #: Arrays saved as .npy files of their own and read straight into the vector cache.
 LARGE = ("vec_units", "vec_codes")
 _TIMES = (POS["created_at"], POS["last_accessed_at"])
+#: The string fields of a row, in the order ``strings.json`` holds them.
+_TEXTS = ("content", "summary", "memory_type", "source", "tags", "supersedes", "superseded_by")
+
+
+def _seconds(value: object) -> float:
+    """POSIX seconds of an optional time (NaN: none)."""
+    return np.nan if value is None else value.timestamp()  # type: ignore[attr-defined]
 
 
 def save(ws: WorkingSet, directory: Path, stamp: str) -> None:
@@ -82,10 +91,11 @@ def _collect(ws: WorkingSet) -> tuple[dict[str, np.ndarray], dict[str, Any], int
         [[r[POS[f]] for f in ("importance", "access_count", "decay_factor", "cluster_id")]
          for r in rows], dtype=np.float64,
     ).reshape(len(rows), 4)  # fmt: skip
+    at_superseded = POS["superseded_at"]
     times = np.array(
-        [[r[i].timestamp() for i in _TIMES] for r in rows],  # type: ignore[attr-defined]
+        [[*(r[i].timestamp() for i in _TIMES), _seconds(r[at_superseded])] for r in rows],  # type: ignore[attr-defined]
         dtype=np.float64,
-    ).reshape(len(rows), 2)
+    ).reshape(len(rows), 3)
     terms = text.terms()
     posts = [text.posting(t) for t in terms]
     docs = [np.asarray(p[0], dtype=np.int32) for p in posts if p is not None]
@@ -104,10 +114,7 @@ def _collect(ws: WorkingSet) -> tuple[dict[str, np.ndarray], dict[str, Any], int
     codes, bias, scale, l1 = vec_columns or [np.zeros((0, 0), np.uint8), *[np.zeros(0)] * 3]
     strings = {
         "ids": ids,
-        "rows": [
-            [r[POS[f]] for f in ("content", "summary", "memory_type", "source", "tags")]
-            for r in rows
-        ],  # fmt: skip
+        "rows": [[r[POS[f]] for f in _TEXTS] for r in rows],  # fmt: skip
         "cues": [[c, ws.cues_by_id[c].name, ws.cues_by_id[c].cue_type] for c in cue_ids],
         "terms": [t for t, p in zip(terms, posts, strict=True) if p is not None],
         "labels": ws.labels,
@@ -135,7 +142,7 @@ def _collect(ws: WorkingSet) -> tuple[dict[str, np.ndarray], dict[str, Any], int
         "rank_size": np.array(rank_size, dtype=np.int32),
         "rank_e": np.array(rank_e, dtype=np.int32),
         "rank_s": np.array(rank_s, dtype=np.float64),
-        "listing": np.array([slot[k] for k in ws.recency.newest() if k in slot], np.int32),
+        "listing": np.array([slot[k] for k in ws.recency.ascending() if k in slot], np.int32),
         "vec_units": vec_units,
         "vec_norms": vec_norms,
         "vec_labels": vec_labels,
@@ -168,12 +175,19 @@ def stamp_of(directory: Path) -> str | None:
         meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        return None
-    if (directory / STALE).exists():
+    if not _current(meta) or (directory / STALE).exists():
         return None
     stamp = meta.get("stamp")
     return stamp if isinstance(stamp, str) else None
+
+
+def _current(meta: object) -> bool:
+    """Whether ``meta`` (a parsed meta.json) is of this format and these row fields."""
+    return (
+        isinstance(meta, dict)
+        and meta.get("format") == FORMAT
+        and meta.get("fields") == list(FIELDS)
+    )
 
 
 def engrams_of(directory: Path) -> int | None:
@@ -186,7 +200,11 @@ def engrams_of(directory: Path) -> int | None:
 
 
 def load(directory: Path) -> WorkingSet:
-    """The working set saved in ``directory`` (raises on a missing or damaged file)."""
+    """The working set saved in ``directory`` (raises on a missing or damaged file, or
+    one of another format: its rows would not be this version's)."""
+    meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
+    if not _current(meta):
+        raise ValueError(f"{directory}: a snapshot of another format ({meta.get('format')!r})")
     with np.load(directory / "arrays.npz", allow_pickle=False) as npz:
         a = {name: npz[name] for name in npz.files}
     strings = json.loads((directory / "strings.json").read_text(encoding="utf-8"))
@@ -199,12 +217,12 @@ def load(directory: Path) -> WorkingSet:
     graph = ws.graph
     slots = graph.adopt_rows(ids, _row_builder(ids, strings["rows"], a["numbers"], a["times"]))
     times = a["times"]
-    if "listing" in a and a["listing"].size == n:
-        accessed, created = (-times[:, 1]).tolist(), (-times[:, 0]).tolist()
+    if "listing" in a and a["listing"].size == n:  # saved sorted: no sort at load
+        accessed, created = times[:, 1].tolist(), times[:, 0].tolist()
         order = a["listing"].tolist()
         ws.recency.load([(accessed[i], created[i], ids[i]) for i in order], ordered=True)
     else:
-        ws.recency.load(zip((-times[:, 1]).tolist(), (-times[:, 0]).tolist(), ids, strict=True))
+        ws.recency.load(zip(times[:, 1].tolist(), times[:, 0].tolist(), ids, strict=True))
     _load_text(graph.text, ids, strings["terms"], a)
     cues = [Cue(c, name, kind) for c, name, kind in strings["cues"]]
     cue_keys = [c.id for c in cues]
@@ -230,12 +248,13 @@ def _row_builder(
     when = datetime.fromtimestamp
 
     def row(i: int) -> list[object]:
-        content, summary, kind, source, tags = texts[i]
+        content, summary, kind, source, tags, supersedes, superseded_by = texts[i]
         importance, access_count, decay, cluster = numbers[i].tolist()
-        created, accessed = times[i].tolist()
+        created, accessed, superseded = times[i].tolist()
         return [
             content, summary, kind, importance, int(access_count), when(created, UTC),
-            when(accessed, UTC), decay, source, tags, int(cluster), ids[i],
+            when(accessed, UTC), decay, source, tags, int(cluster), supersedes, superseded_by,
+            None if superseded != superseded else when(superseded, UTC), ids[i],
         ]  # fmt: skip
 
     return row

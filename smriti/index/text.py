@@ -14,6 +14,7 @@ import math
 import re
 from array import array
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,7 @@ import numpy as np
 from smriti.default_plugins.text import STOPWORDS, stem
 from smriti.model import Engram
 
-__all__ = ["STOPWORDS", "TextIndex", "document_terms", "index_terms", "tokenize"]
+__all__ = ["STOPWORDS", "TextIndex", "document_terms", "index_terms", "text_terms", "tokenize"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -53,7 +54,12 @@ def index_terms(text: str) -> list[str]:
 
 def document_terms(e: Engram) -> Counter[str]:
     """Term frequencies of an engram in the text index: content, summary and tags."""
-    return Counter(index_terms(f"{e.content} {e.summary} {' '.join(str(t) for t in e.tags)}"))
+    return text_terms(e.content, e.summary, e.tags)
+
+
+def text_terms(content: str, summary: str, tags: Iterable[object]) -> Counter[str]:
+    """Term frequencies of an engram's searchable text (``document_terms`` of its parts)."""
+    return Counter(index_terms(f"{content} {summary} {' '.join(str(t) for t in tags)}"))
 
 
 class TextIndex:

@@ -13,19 +13,22 @@ from __future__ import annotations
 
 import threading
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from smriti.index.graph import POS, Graph
+from smriti.index.graph import POS, Graph, utc
 from smriti.index.recency import RecencyOrder, order_key
 from smriti.index.vectors import VectorCache
 from smriti.model import Association, Cue, Engram, EngramUpdate, Link, normalise_cue_name, utcnow
-from smriti.reads import CueMatch, Expand, Neighbourhood, Seeds, Seek
+from smriti.reads import CueMatch, Expand, Listing, Neighbourhood, Seeds, Seek
 from smriti.storage import EngramStats, StoredMemory
 
 #: The EngramUpdate fields, in the order they are applied.
-UPDATED = ("access_count", "last_accessed_at", "decay_factor", "cluster_id", "importance")
+UPDATED = (
+    "access_count", "last_accessed_at", "decay_factor", "cluster_id", "importance", "tags",
+    "superseded_by", "superseded_at",
+)  # fmt: skip
 
 
 class WorkingSet:
@@ -253,19 +256,39 @@ class WorkingSet:
             found = (self.graph.engram(i, vector(i)) for i in dict.fromkeys(ids))
             return [e for e in found if e is not None]
 
-    def list_engrams(self, limit: int, memory_type: str | None = None) -> list[Engram]:
-        """Most recently accessed first (ties: newest created first, then id)."""
-        if limit <= 0:
+    def list_page(self, listing: Listing) -> list[Engram]:
+        """``StorageBackend.list_page`` from memory: the listing order read from its
+        ``after`` key on, each memory tested against the filters until the page is full.
+
+        An unfiltered page reads only its own rows. A filtered one tests the memory type
+        on the text index's labels and the other filters on rows peeked at, so a scan
+        over a loaded snapshot leaves the rows it passes packed."""
+        if listing.limit <= 0:
             return []
+        before = None
+        if listing.after is not None:
+            accessed, created, key = listing.after
+            before = order_key(str(key), utc(accessed), utc(created))  # type: ignore[arg-type]
         with self.lock:
-            if memory_type is None:
-                return self.get_engrams(self.recency.head(limit))
-            rows, at = self.graph.rows, POS["memory_type"]
-            chosen = []
-            for key in self.recency.newest():
-                if rows[key][at] == memory_type:
+            if listing.memory_type is None and not listing.is_filtered():
+                return self.get_engrams(self.recency.head(listing.limit, before))
+            label = None
+            if listing.memory_type is not None:
+                label = self.labels.get(listing.memory_type)
+                if label is None:
+                    return []  # no memory of that type
+            keep = _row_filter(listing)
+            rows, text = self.graph.rows, self.graph.text
+            doc_of, labels = text.doc_of, text.labels
+            chosen: list[str] = []
+            for key in self.recency.newest(before, copy=False):
+                doc = doc_of.get(key)
+                if label is not None and doc is not None and labels[doc] != label:
+                    continue
+                row = rows.peek(key)
+                if row is not None and keep(row):
                     chosen.append(key)
-                    if len(chosen) >= limit:
+                    if len(chosen) >= listing.limit:
                         break
             return self.get_engrams(chosen)
 
@@ -311,6 +334,34 @@ class WorkingSet:
 
 def _no_vector(engram_id: str) -> None:
     return None
+
+
+def _row_filter(listing: Listing) -> Callable[[list[object]], bool]:
+    """Whether a row passes every filter of ``listing`` (``Listing.matches`` on rows)."""
+    checks: list[Callable[[list[object]], bool]] = []
+    if listing.memory_type is not None:
+        kind, at_kind = listing.memory_type, POS["memory_type"]
+        checks.append(lambda r: r[at_kind] == kind)
+    if listing.tags:
+        wanted, at_tags = frozenset(listing.tags), POS["tags"]
+        if listing.all_tags:
+            checks.append(lambda r: wanted.issubset(r[at_tags]))  # type: ignore[arg-type]
+        else:
+            checks.append(lambda r: not wanted.isdisjoint(r[at_tags]))  # type: ignore[arg-type]
+    at_created = POS["created_at"]
+    if listing.since is not None:
+        since = utc(listing.since)
+        checks.append(lambda r: r[at_created] >= since)  # type: ignore[operator]
+    if listing.until is not None:
+        until = utc(listing.until)
+        checks.append(lambda r: r[at_created] < until)  # type: ignore[operator]
+    if not listing.include_superseded:
+        at_by = POS["superseded_by"]
+        checks.append(lambda r: not r[at_by])
+    if listing.cluster_id is not None:
+        cluster, at_cluster = int(listing.cluster_id), POS["cluster_id"]
+        checks.append(lambda r: r[at_cluster] == cluster)
+    return lambda row: all(check(row) for check in checks)
 
 
 def _pack_links(
