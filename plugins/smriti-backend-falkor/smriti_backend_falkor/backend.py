@@ -33,7 +33,7 @@ from smriti.model import (
     normalise_cue_name,
     utcnow,
 )
-from smriti.reads import Expand, Neighbourhood, Seeds, Seek
+from smriti.reads import Expand, Listing, Neighbourhood, Seeds, Seek
 from smriti.storage import EngramStats, StorageBackend, StoredMemory, batched
 from smriti_backend_falkor import queries as Q
 from smriti_backend_falkor.connection import call, close_quietly, connect, graph_name_for
@@ -45,6 +45,7 @@ from smriti_backend_falkor.records import (
     engram_from_row,
     engram_props,
     stats_from_row,
+    tag_props,
     ts,
     vector,
 )
@@ -64,7 +65,7 @@ if TYPE_CHECKING:
 
 log = get_logger(__name__)
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = str(Q.MIGRATIONS[-1][0])
 _SCHEMA_KEY = "falkordb.schema_version"
 
 
@@ -154,12 +155,15 @@ class FalkorBackend(StorageBackend):
             close_quietly(client)
 
     def _migrate(self) -> None:
-        """Bring this user's data to ``SCHEMA_VERSION`` (every step is idempotent), then
-        rebuild the cue top lists an import left stale."""
-        if self.get_meta(_SCHEMA_KEY) != SCHEMA_VERSION:
-            self._run(Q.MIGRATE_V1)
-            self._run(Q.MIGRATE_V2)
-            self._run(Q.MIGRATE_V3)
+        """Bring this user's data to ``SCHEMA_VERSION`` with the steps above its version
+        (``queries.MIGRATIONS``; each is idempotent, so an open interrupted halfway runs
+        them again safely), then rebuild the cue top lists an import left stale."""
+        current = _version(self.get_meta(_SCHEMA_KEY))
+        if current < int(SCHEMA_VERSION):
+            for version, statements in Q.MIGRATIONS:
+                if version > current:
+                    for statement in statements:
+                        self._run(statement)
             self.set_meta(_SCHEMA_KEY, SCHEMA_VERSION)
         self.refresh_cue_tops()
 
@@ -268,20 +272,10 @@ class FalkorBackend(StorageBackend):
             raise BackendError(f"an engram with id {engram.id!r} already exists")
 
     def update_engrams(self, updates: Sequence[EngramUpdate]) -> None:
-        """Partial updates, ``write_batch`` per statement; unknown ids are ignored."""
+        """Partial updates, ``write_batch`` per statement; unknown ids are ignored. New
+        tags replace the old ones in the full-text index in the same statement."""
         for batch in batched(updates, self.write_batch):
-            rows = [
-                {
-                    "id": u.id,
-                    "access_count": u.access_count,
-                    "last_accessed_at": ts(u.last_accessed_at),
-                    "decay_factor": None if u.decay_factor is None else float(u.decay_factor),
-                    "cluster_id": u.cluster_id,
-                    "importance": None if u.importance is None else float(u.importance),
-                }
-                for u in batch
-            ]
-            self._write(Q.UPDATE_ENGRAMS, rows=rows)
+            self._write(Q.UPDATE_ENGRAMS, rows=[_update_row(u) for u in batch])
         if any(u.importance is not None for u in updates):
             self.refresh_cue_tops(self.top_statements)
 
@@ -352,11 +346,12 @@ class FalkorBackend(StorageBackend):
             out.extend(engram_from_row(r) for r in self._read(statement, ids=batch))
         return out
 
-    def list_engrams(self, limit: int, memory_type: str | None = None) -> list[Engram]:
-        """Most recently accessed first (ties: newest created first)."""
-        if limit <= 0:
+    def list_page(self, listing: Listing) -> list[Engram]:
+        """One statement (``queries.LIST_PAGE``): every filter and the page key are
+        parameters of the query, applied before its LIMIT."""
+        if listing.limit <= 0:
             return []
-        rows = self._read(Q.LIST_ENGRAMS, limit=int(limit), memory_type=memory_type)
+        rows = self._read(Q.LIST_PAGE, **_listing_params(listing))
         return [engram_from_row(r) for r in rows]
 
     def count_engrams(self) -> int:
@@ -558,3 +553,44 @@ class FalkorBackend(StorageBackend):
 
 def _key(cue: Cue) -> str:
     return normalise_cue_name(cue.name)
+
+
+def _version(value: str | None) -> int:
+    """A stored schema version; 0 for none (a store from before versions were kept)."""
+    return int(value) if value and value.isdigit() else 0
+
+
+def _update_row(u: EngramUpdate) -> dict[str, Any]:
+    """One row of ``queries.UPDATE_ENGRAMS``: None leaves a field as it is."""
+    tags = None if u.tags is None else tag_props(u.tags)
+    return {
+        "id": u.id,
+        "access_count": u.access_count,
+        "last_accessed_at": ts(u.last_accessed_at),
+        "decay_factor": None if u.decay_factor is None else float(u.decay_factor),
+        "cluster_id": u.cluster_id,
+        "importance": None if u.importance is None else float(u.importance),
+        "tags": None if tags is None else tags["tags"],
+        "tags_text": None if tags is None else tags["tags_text"],
+        "superseded_by": u.superseded_by,
+        "superseded_at": ts(u.superseded_at),
+    }
+
+
+def _listing_params(listing: Listing) -> dict[str, Any]:
+    """The parameters of ``queries.LIST_PAGE``: timestamps as stored, so they compare
+    exactly (``records.ts``)."""
+    after = listing.after
+    return {
+        "limit": int(listing.limit),
+        "memory_type": listing.memory_type,
+        "tags": [str(t) for t in listing.tags],
+        "all_tags": bool(listing.all_tags),
+        "since": ts(listing.since),
+        "until": ts(listing.until),
+        "include_superseded": bool(listing.include_superseded),
+        "cluster_id": None if listing.cluster_id is None else int(listing.cluster_id),
+        "after_seen": None if after is None else ts(after[0]),
+        "after_made": None if after is None else ts(after[1]),
+        "after_id": None if after is None else str(after[2]),
+    }

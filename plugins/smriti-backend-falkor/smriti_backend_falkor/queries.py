@@ -12,6 +12,8 @@ NULL`` does not filter on this FalkorDB version, so guards count instead.
 
 from __future__ import annotations
 
+from smriti_backend_falkor.records import EPOCH
+
 #: An engram's access fields and cluster, once recall or consolidation changed them, are
 #: on its ``Usage`` self-loop ``u`` (bound with ``OPTIONAL MATCH (e)-[u:Usage]->(e)``):
 #: any SET on an Engram node re-indexes it in the vector and full-text indexes (about
@@ -22,12 +24,15 @@ ACCESS_COLUMNS = (
     "coalesce(u.last_accessed_at, e.last_accessed_at), coalesce(u.decay_factor, e.decay_factor)"
 )
 USAGE = "OPTIONAL MATCH (e)-[u:Usage]->(e)"
+#: The version fields are missing on nodes written before schema version 4 (see
+#: MIGRATIONS): they read as "" and null.
 ENGRAM_COLUMNS = (
     "e.id, e.content, e.summary, e.memory_type, e.importance, "
     "coalesce(u.access_count, e.access_count), e.created_at, "
     "coalesce(u.last_accessed_at, e.last_accessed_at), coalesce(u.decay_factor, e.decay_factor), "
     "e.embedding, e.source, e.tags, "
-    "coalesce(u.cluster_id, e.cluster_id)"
+    "coalesce(u.cluster_id, e.cluster_id), "
+    "coalesce(e.supersedes, ''), coalesce(e.superseded_by, ''), e.superseded_at"
 )
 CUE_COLUMNS = "q.id, q.name, q.cue_type, q.embedding"
 
@@ -106,6 +111,18 @@ MIGRATE_V3 = """
 MATCH (q:Cue {user: $user})-[d:Degree]->(q)
 SET d.fresh = false
 """
+#: Each schema version and the idempotent statements that bring a store from the
+#: version before it to it; ``open`` runs those above the store's version, in order.
+#: Version 4 (engrams carry ``supersedes``, ``superseded_by``, ``superseded_at``)
+#: rewrites nothing: every read coalesces a missing one to "" / null, and writing them
+#: onto every old node would re-index each one (about 1-2 ms a node, see MIGRATE_V2:
+#: minutes at 100k memories, all of it inside ``open``).
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (1, (MIGRATE_V1,)),
+    (2, (MIGRATE_V2,)),
+    (3, (MIGRATE_V3,)),
+    (4, ()),
+)
 #: Rebuild up to $batch stale top lists; returns how many were rebuilt.
 REFRESH_TOPS = f"""
 MATCH (q:Cue {{user: $user}})-[d:Degree]->(q)
@@ -186,8 +203,9 @@ CUES_OF_ENGRAM = (
     f"MATCH (e:Engram {{user: $user, id: $id}})-[:EncodedBy]->(q:Cue) RETURN {CUE_COLUMNS}"
 )
 
-#: Access fields and the cluster go to the Usage self-loop; the node is written only when
-#: its importance really changes (see ENGRAM_COLUMNS).
+#: Access fields and the cluster go to the Usage self-loop; the node is written only for
+#: what lives on it (see ENGRAM_COLUMNS): a real importance change, new tags (their
+#: ``tags_text`` copy re-indexes the node in the full-text index) and a supersession.
 UPDATE_ENGRAMS = """
 UNWIND $rows AS r
 MATCH (e:Engram {user: $user, id: r.id})
@@ -200,6 +218,12 @@ SET u.access_count = coalesce(r.access_count, u.access_count, e.access_count),
 FOREACH (_ IN CASE WHEN coalesce(r.importance, e.importance) <> e.importance
                    THEN [1] ELSE [] END |
   SET e.importance = r.importance)
+FOREACH (_ IN CASE WHEN r.tags IS NULL THEN [] ELSE [1] END |
+  SET e.tags = r.tags, e.tags_text = r.tags_text)
+FOREACH (_ IN CASE WHEN r.superseded_by IS NULL THEN [] ELSE [1] END |
+  SET e.superseded_by = r.superseded_by)
+FOREACH (_ IN CASE WHEN r.superseded_at IS NULL THEN [] ELSE [1] END |
+  SET e.superseded_at = r.superseded_at)
 WITH e, r, before
 WHERE r.importance IS NOT NULL AND r.importance <> before
 MATCH (e)-[:EncodedBy]->(q:Cue)-[d:Degree]->(q)
@@ -297,12 +321,30 @@ RETURN {ENGRAM_COLUMNS}
 """
 #: GET_ENGRAMS without the embeddings (recall's candidate pool).
 GET_ENGRAMS_BARE = GET_ENGRAMS.replace("e.embedding, e.source", "null, e.source")
-LIST_ENGRAMS = f"""
+#: ``smriti.reads.Listing``: every filter, then the page key, then the limit, all in the
+#: statement. The key compares the timestamps as returned (``seen`` falls back to the
+#: creation time and a missing time to the epoch, as ``records.engram_from_row`` does),
+#: as strings at the stored microsecond precision, so a page's last engram fed back as
+#: ``$after_*`` is never returned again. A null ``$after_seen`` starts at the top.
+LIST_PAGE = f"""
 MATCH (e:Engram {{user: $user}})
-WHERE $memory_type IS NULL OR e.memory_type = $memory_type
+WHERE ($memory_type IS NULL OR e.memory_type = $memory_type)
+  AND ($since IS NULL OR e.created_at >= $since)
+  AND ($until IS NULL OR e.created_at < $until)
+  AND ($include_superseded OR coalesce(e.superseded_by, '') = '')
+  AND (size($tags) = 0
+       OR ($all_tags AND all(t IN $tags WHERE t IN coalesce(e.tags, [])))
+       OR (NOT $all_tags AND any(t IN $tags WHERE t IN coalesce(e.tags, []))))
 {USAGE}
-WITH e, u, coalesce(u.last_accessed_at, e.last_accessed_at) AS seen
-ORDER BY seen DESC, e.created_at DESC, e.id DESC
+WITH e, u,
+     coalesce(u.last_accessed_at, e.last_accessed_at, e.created_at, '{EPOCH}') AS seen,
+     coalesce(e.created_at, '{EPOCH}') AS made
+WHERE ($cluster_id IS NULL OR coalesce(u.cluster_id, e.cluster_id) = $cluster_id)
+  AND ($after_seen IS NULL OR seen < $after_seen
+       OR (seen = $after_seen AND (made < $after_made
+                                   OR (made = $after_made AND e.id < $after_id))))
+WITH e, u, seen, made
+ORDER BY seen DESC, made DESC, e.id DESC
 LIMIT $limit
 RETURN {ENGRAM_COLUMNS}
 """

@@ -1,7 +1,8 @@
 """Conversions between Smriti records and the parameter maps / rows FalkorDB sees.
 
 Timestamps are stored as fixed-width ISO-8601 UTC strings (FalkorDB has no datetime
-type): they round-trip to the microsecond and sort lexicographically in time order.
+type): they round-trip to the microsecond and sort lexicographically in time order, so a
+statement compares them as strings at exactly the precision they are read back with.
 Embeddings travel as float lists and are stored with ``vecf32``.
 """
 
@@ -19,6 +20,9 @@ from smriti.model import Association, Cue, Engram, normalise_cue_name
 from smriti.storage import EngramStats
 
 _TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+#: What :func:`parse_ts` makes of a missing timestamp, as stored: statements that sort
+#: or compare a timestamp fall back to it, so they agree with the values read back.
+EPOCH = "1970-01-01T00:00:00.000000Z"
 #: Letters and digits only: every other character is a separator for the full-text
 #: query, so user text can never become RediSearch syntax.
 _TOKEN = re.compile(r"[^\W_]+")
@@ -51,8 +55,11 @@ def vector(values: Any) -> list[float] | None:
 
 
 def engram_props(engram: Engram, user: str) -> dict[str, Any]:
-    """Every stored property of an engram except the embedding (set with vecf32)."""
-    tags = [str(t) for t in engram.tags]
+    """Every stored property of an engram except the embedding (set with vecf32).
+
+    ``superseded_at`` is None (so not stored: FalkorDB keeps no null properties) until a
+    correction supersedes the engram.
+    """
     return {
         "id": engram.id,
         "user": user,
@@ -65,10 +72,18 @@ def engram_props(engram: Engram, user: str) -> dict[str, Any]:
         "last_accessed_at": ts(engram.last_accessed_at),
         "decay_factor": float(engram.decay_factor),
         "source": engram.source or "",
-        "tags": tags,
-        "tags_text": " ".join(tags),
+        **tag_props(engram.tags),
         "cluster_id": int(engram.cluster_id),
+        "supersedes": engram.supersedes or "",
+        "superseded_by": engram.superseded_by or "",
+        "superseded_at": ts(engram.superseded_at),
     }
+
+
+def tag_props(tags: Sequence[str]) -> dict[str, Any]:
+    """``tags`` and ``tags_text``, the copy of them the full-text index reads."""
+    values = [str(t) for t in tags]
+    return {"tags": values, "tags_text": " ".join(values)}
 
 
 def engram_from_row(row: Sequence[Any]) -> Engram:
@@ -87,6 +102,9 @@ def engram_from_row(row: Sequence[Any]) -> Engram:
         source,
         tags,
         cluster_id,
+        supersedes,
+        superseded_by,
+        superseded_at,
     ) = row
     return Engram(
         id=id_,
@@ -102,6 +120,9 @@ def engram_from_row(row: Sequence[Any]) -> Engram:
         source=source or "",
         tags=list(tags or []),
         cluster_id=int(cluster_id if cluster_id is not None else -1),
+        supersedes=supersedes or "",
+        superseded_by=superseded_by or "",
+        superseded_at=parse_ts(superseded_at) if superseded_at else None,
     )
 
 

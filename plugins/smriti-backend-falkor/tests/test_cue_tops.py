@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from smriti_backend_falkor import queries as Q
-from smriti_backend_falkor.backend import FalkorBackend
+from smriti_backend_falkor.backend import SCHEMA_VERSION, FalkorBackend
 
 from smriti.model import EngramUpdate, Link
 from smriti.reads import Expand, Seek
@@ -121,7 +121,7 @@ def test_stores_from_before_the_top_lists_are_migrated(
     assert hub_engrams(backend) == expected(members)  # no list: the scan answers
     backend.close()
     reopened = make_backend("alice")
-    assert reopened.get_meta("falkordb.schema_version") == "3"
+    assert reopened.get_meta("falkordb.schema_version") == SCHEMA_VERSION
     assert fresh(reopened)
     assert hub_engrams(reopened) == expected(members)
 

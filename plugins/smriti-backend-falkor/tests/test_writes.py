@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 
 import pytest
-from smriti_backend_falkor.backend import FalkorBackend
+from smriti_backend_falkor.backend import SCHEMA_VERSION, FalkorBackend
 
 from smriti.errors import BackendError
-from smriti.model import Link
-from smriti.reads import Expand, Seek
-from smriti.testing import GraphBuilder
+from smriti.model import EngramUpdate, Link
+from smriti.reads import Expand, Listing, Seek
+from smriti.testing import T0, GraphBuilder
 
 build = GraphBuilder(8)
 
@@ -58,8 +59,64 @@ def test_old_store_is_migrated_on_open(make_backend: Callable[..., FalkorBackend
     [old] = reopened.get_engrams(["old1"])
     assert (old.cluster_id, old.tags, old.source) == (-1, [], "")
     assert reopened.seek(Seek(3, text="walrus")).text[0][0] == "old1"
-    assert reopened.get_meta("falkordb.schema_version") == "3"
+    assert reopened.get_meta("falkordb.schema_version") == SCHEMA_VERSION
     assert reopened.seek(Seek(1)).total == 1  # the engram count was computed once
+
+
+def test_a_store_from_before_the_version_fields_opens_and_reads(
+    make_backend: Callable[..., FalkorBackend],
+) -> None:
+    """Schema version 3 stored no supersedes / superseded_by / superseded_at: such
+    engrams read as a current first version everywhere, and can be superseded."""
+    backend = make_backend("alice")
+    engrams = [build.engram(i) for i in range(4)]
+    backend.import_records(engrams[:2], [], [], [], [])
+    backend.add_memory(engrams[2], [build.cue("old")], [])
+    backend.add_memory(engrams[3], [], [])
+    backend.update_engrams([EngramUpdate(engrams[1].id, cluster_id=2)])  # a Usage loop too
+    # What version 3 wrote: the nodes as they are, less the new properties.
+    backend._write(
+        "MATCH (e:Engram {user: $user}) "
+        "SET e.supersedes = null, e.superseded_by = null, e.superseded_at = null"
+    )
+    stored = [set(k) for [k] in backend._read("MATCH (e:Engram {user: $user}) RETURN keys(e)")]
+    assert len(stored) == 4
+    assert all("content" in k and not k & {"supersedes", "superseded_by"} for k in stored)
+    backend.set_meta("falkordb.schema_version", "3")
+    backend.close()
+    reopened = make_backend("alice")
+    assert reopened.get_meta("falkordb.schema_version") == SCHEMA_VERSION
+    want = {e.id: e for e in engrams}
+    want[engrams[1].id] = engrams[1].with_changes(cluster_id=2)
+    reads = {
+        "get_engrams": reopened.get_engrams(list(want)),
+        "get_engrams bare": reopened.get_engrams(list(want), embeddings=False),
+        "list_page": reopened.list_page(Listing(10, include_superseded=False)),
+        "iter_engrams": list(reopened.iter_engrams()),
+        "working set": list(reopened.working_set_streams()[1]),
+    }
+    for name, got in reads.items():
+        assert sorted(e.id for e in got) == sorted(want), name
+        for e in got:
+            assert (e.supersedes, e.superseded_by, e.superseded_at) == ("", "", None), name
+            assert (e.content, e.tags, e.cluster_id) == (
+                want[e.id].content,
+                want[e.id].tags,
+                want[e.id].cluster_id,
+            ), name
+    when = T0 + timedelta(days=2, microseconds=1)
+    reopened.update_engrams(
+        [EngramUpdate(engrams[0].id, superseded_by="e00009", superseded_at=when)]
+    )
+    [old] = reopened.get_engrams([engrams[0].id])
+    assert (old.superseded_by, old.superseded_at) == ("e00009", when)
+    current = reopened.list_page(Listing(10, include_superseded=False))
+    assert engrams[0].id not in {e.id for e in current} and len(current) == 3
+    reopened.close()
+    again = make_backend("alice")  # the version is kept: nothing runs twice
+    assert again.get_meta("falkordb.schema_version") == SCHEMA_VERSION
+    assert again.get_engrams([engrams[0].id])[0].superseded_by == "e00009"
+    assert again.seek(Seek(1)).total == 4
 
 
 def test_batched_writes_cross_batch_boundaries(
@@ -69,8 +126,6 @@ def test_batched_writes_cross_batch_boundaries(
     backend.write_batch = 7  # type: ignore[misc]
     engrams = [build.engram(i) for i in range(30)]
     backend.import_records(engrams, [], [], [], [])
-    from smriti.model import EngramUpdate
-
     backend.update_engrams([EngramUpdate(e.id, cluster_id=3) for e in engrams])
     assert {s.cluster_id for s in backend.engram_stats()} == {3}
     assert backend.delete_engrams([e.id for e in engrams[:20]] + ["nope"]) == 20
