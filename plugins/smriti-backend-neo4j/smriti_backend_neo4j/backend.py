@@ -40,9 +40,10 @@ from smriti.model import (
     normalise_cue_name,
     utcnow,
 )
-from smriti.reads import Expand, Neighbourhood, Seeds, Seek
+from smriti.reads import Expand, Listing, Neighbourhood, Seeds, Seek
 from smriti.storage import EngramStats, StorageBackend, StoredMemory, batched
 from smriti_backend_neo4j import cypher as q
+from smriti_backend_neo4j.listing import list_statement
 from smriti_backend_neo4j.naming import database_name_for
 from smriti_backend_neo4j.reads import (
     neighbourhood_from,
@@ -544,11 +545,13 @@ class Neo4jBackend(StorageBackend):
         records = self._read(statement, ids=list(dict.fromkeys(ids)))
         return [engram_from(r["p"]) for r in records if whole(r["p"])]
 
-    def list_engrams(self, limit: int, memory_type: str | None = None) -> list[Engram]:
-        """Most recently accessed first (ties: newest created first)."""
-        if limit <= 0:
+    def list_page(self, listing: Listing) -> list[Engram]:
+        """A filtered page in listing order, every filter and ``after`` inside one Cypher
+        query before its ``LIMIT`` (``listing.list_statement``)."""
+        if listing.limit <= 0:
             return []
-        records = self._read(q.LIST_ENGRAMS, limit=int(limit), memory_type=memory_type)
+        statement, params = list_statement(listing, self.user)
+        records = self._run(statement, read=True, **params)
         return [engram_from(r["p"]) for r in records if whole(r["p"])]
 
     def count_engrams(self) -> int:

@@ -32,9 +32,31 @@ def micros(value: str) -> str:
 
 def times(node: str, props: str) -> str:
     """SET items storing an engram's timestamps, sent as [seconds, microseconds] in the
-    map ``props``, as ``DATETIME`` (after ``SET node = props``)."""
-    keys = ("created_at", "last_accessed_at")
+    map ``props``, as ``DATETIME`` (after ``SET node = props``; a null one stays unset)."""
+    keys = ("created_at", "last_accessed_at", "superseded_at")
     return ", ".join(f"{node}.{k} = {at(props + '.' + k)}" for k in keys)
+
+
+def engram_map(node: str, embeddings: bool = True) -> str:
+    """Cypher for the projection of an engram node that ``records.engram_from`` reads:
+    timestamps as microseconds, the version fields of nodes written before they existed
+    as "" and null, the embedding as bytes (or the float list of older nodes) or null."""
+    embedding = (
+        f".embedding_f32, embedding: CASE WHEN {node}.embedding_f32 IS NULL "
+        f"THEN {node}.embedding END"
+        if embeddings
+        else "embedding: null"
+    )
+    return (
+        f"{node} {{.id, .content, .summary, .memory_type, .importance, .access_count, "
+        ".decay_factor, .source, .tags, .cluster_id, "
+        f"supersedes: coalesce({node}.supersedes, ''), "
+        f"superseded_by: coalesce({node}.superseded_by, ''), "
+        f"superseded_at: {micros(node + '.superseded_at')}, "
+        f"created_at: {micros(node + '.created_at')}, "
+        f"last_accessed_at: {micros(node + '.last_accessed_at')}, "
+        f"{embedding}}}"
+    )
 
 
 ENGRAM_VECTOR_INDEX = "smriti_engram_embedding"
@@ -80,6 +102,12 @@ MIGRATIONS = (
     "MATCH (a:Cue {user: $user}) CALL (a) { "
     "MATCH (a)-[x:CoOccurs]->(b:Cue) SET x.user = a.user, x.source = a.id, x.target = b.id "
     "} IN TRANSACTIONS OF 1000 ROWS",
+    # v4: the version fields (supersedes, superseded_by; superseded_at stays unset) on
+    # engrams written before corrections existed. Reads coalesce them too, so this only
+    # makes stored nodes uniform; values already set are kept.
+    "MATCH (e:Engram {user: $user}) WHERE e.supersedes IS NULL OR e.superseded_by IS NULL "
+    "CALL (e) { SET e.supersedes = coalesce(e.supersedes, ''), "
+    "e.superseded_by = coalesce(e.superseded_by, '') } IN TRANSACTIONS OF 1000 ROWS",
 )
 
 # Vector indexes are found by what they cover, not by name: one made by another tool (or
@@ -177,7 +205,8 @@ MATCH (t:Engram {{user: $user, id: a.target}})
 MERGE (s)-[r:AssociatedWith {{relation_type: a.relation_type}}]->(t)
 SET r.strength = a.strength, r.created_at = {at("a.created_at")}
 """
-# $rows sorted by id, so the engrams are locked in id order.
+# $rows sorted by id, so the engrams are locked in id order. The full-text index covers
+# tags_text, so it follows a new tag list in the same transaction.
 UPDATE_ENGRAMS = f"""
 UNWIND $rows AS r
 MATCH (e:Engram {{user: $user, id: r.id}})
@@ -185,7 +214,11 @@ SET e.access_count = coalesce(r.access_count, e.access_count),
     e.last_accessed_at = coalesce({at("r.last_accessed_at")}, e.last_accessed_at),
     e.decay_factor = coalesce(r.decay_factor, e.decay_factor),
     e.cluster_id = coalesce(r.cluster_id, e.cluster_id),
-    e.importance = coalesce(r.importance, e.importance)
+    e.importance = coalesce(r.importance, e.importance),
+    e.tags = coalesce(r.tags, e.tags),
+    e.tags_text = coalesce(r.tags_text, e.tags_text),
+    e.superseded_by = coalesce(r.superseded_by, e.superseded_by),
+    e.superseded_at = coalesce({at("r.superseded_at")}, e.superseded_at)
 WITH e, r WHERE r.importance IS NOT NULL
 MATCH (e)-[x:EncodedBy]->()
 SET x.rank = -e.importance
@@ -266,34 +299,16 @@ SET x.strength = r.strength
 """
 
 # -- reads -----------------------------------------------------------------------------
-GET_ENGRAMS = """
+GET_ENGRAMS = f"""
 UNWIND $ids AS id
-MATCH (e:Engram {user: $user, id: id})
-RETURN e {.id, .content, .summary, .memory_type, .importance, .access_count,
-  .decay_factor, .source, .tags, .cluster_id, .embedding_f32,
-  created_at: e.created_at.epochSeconds * 1000000 + e.created_at.microsecond,
-  last_accessed_at: e.last_accessed_at.epochSeconds * 1000000 + e.last_accessed_at.microsecond,
-  embedding: CASE WHEN e.embedding_f32 IS NULL THEN e.embedding END} AS p
+MATCH (e:Engram {{user: $user, id: id}})
+RETURN {engram_map("e")} AS p
 """
 #: GET_ENGRAMS without the embeddings (recall's candidate pool).
-GET_ENGRAMS_BARE = """
+GET_ENGRAMS_BARE = f"""
 UNWIND $ids AS id
-MATCH (e:Engram {user: $user, id: id})
-RETURN e {.id, .content, .summary, .memory_type, .importance, .access_count,
-  .decay_factor, .source, .tags, .cluster_id,
-  created_at: e.created_at.epochSeconds * 1000000 + e.created_at.microsecond,
-  last_accessed_at: e.last_accessed_at.epochSeconds * 1000000 + e.last_accessed_at.microsecond,
-  embedding: null} AS p
-"""
-LIST_ENGRAMS = """
-MATCH (e:Engram {user: $user})
-WHERE $memory_type IS NULL OR e.memory_type = $memory_type
-WITH e ORDER BY e.last_accessed_at DESC, e.created_at DESC, e.id LIMIT $limit
-RETURN e {.id, .content, .summary, .memory_type, .importance, .access_count,
-  .decay_factor, .source, .tags, .cluster_id, .embedding_f32,
-  created_at: e.created_at.epochSeconds * 1000000 + e.created_at.microsecond,
-  last_accessed_at: e.last_accessed_at.epochSeconds * 1000000 + e.last_accessed_at.microsecond,
-  embedding: CASE WHEN e.embedding_f32 IS NULL THEN e.embedding END} AS p
+MATCH (e:Engram {{user: $user, id: id}})
+RETURN {engram_map("e", embeddings=False)} AS p
 """
 COUNT_ENGRAMS = "MATCH (e:Engram {user: $user}) RETURN count(e) AS n"
 COUNTS = """
@@ -312,15 +327,11 @@ RETURN e {.id, .importance, .access_count, .decay_factor, .cluster_id,
 ORDER BY e.id
 LIMIT $batch
 """
-ENGRAMS_PAGE = """
-MATCH (e:Engram {user: $user})
+ENGRAMS_PAGE = f"""
+MATCH (e:Engram {{user: $user}})
 WHERE e.id > $after
 WITH e ORDER BY e.id LIMIT $batch
-RETURN e {.id, .content, .summary, .memory_type, .importance, .access_count,
-  .decay_factor, .source, .tags, .cluster_id, .embedding_f32,
-  created_at: e.created_at.epochSeconds * 1000000 + e.created_at.microsecond,
-  last_accessed_at: e.last_accessed_at.epochSeconds * 1000000 + e.last_accessed_at.microsecond,
-  embedding: CASE WHEN e.embedding_f32 IS NULL THEN e.embedding END} AS p
+RETURN {engram_map("e")} AS p
 """
 CUES_PAGE = """
 MATCH (c:Cue {user: $user})

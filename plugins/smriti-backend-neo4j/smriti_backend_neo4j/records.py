@@ -65,6 +65,13 @@ def epoch_pair(ts: datetime) -> list[int]:
     return [delta.days * 86400 + delta.seconds, delta.microseconds]
 
 
+def epoch_micros(ts: datetime) -> int:
+    """A timestamp as microseconds since the epoch: what reads return (``cypher.micros``),
+    so keys built from returned engrams compare exactly."""
+    seconds, micros = epoch_pair(ts)
+    return seconds * 1_000_000 + micros
+
+
 def from_neo4j_time(value: Any) -> datetime:
     """A timezone-aware UTC datetime from microseconds since the epoch (what the read
     queries project), a driver ``DateTime`` or a datetime."""
@@ -96,6 +103,9 @@ def engram_props(engram: Engram, user: str) -> dict[str, Any]:
         # Full-text indexes cover string properties only, so tags are also kept as text.
         "tags_text": " ".join(tags),
         "cluster_id": int(engram.cluster_id),
+        "supersedes": engram.supersedes,
+        "superseded_by": engram.superseded_by,
+        "superseded_at": None if engram.superseded_at is None else epoch_pair(engram.superseded_at),
     }
 
 
@@ -108,6 +118,7 @@ def whole(props: Mapping[str, Any]) -> bool:
 
 def engram_from(props: Mapping[str, Any]) -> Engram:
     """An Engram from a node's property map."""
+    superseded_at = props.get("superseded_at")
     return Engram(
         id=props["id"],
         content=props.get("content", ""),
@@ -122,6 +133,9 @@ def engram_from(props: Mapping[str, Any]) -> Engram:
         source=props.get("source", ""),
         tags=list(props.get("tags") or []),
         cluster_id=int(props.get("cluster_id", -1)),
+        supersedes=props.get("supersedes") or "",
+        superseded_by=props.get("superseded_by") or "",
+        superseded_at=None if superseded_at is None else from_neo4j_time(superseded_at),
     )
 
 
@@ -211,6 +225,8 @@ def association_from(row: Sequence[Any]) -> Association:
 
 
 def update_row(u: EngramUpdate) -> dict[str, Any]:
+    """The parameters of one ``cypher.UPDATE_ENGRAMS`` row; None leaves a field as it is."""
+    tags = None if u.tags is None else [str(t) for t in u.tags]
     return {
         "id": u.id,
         "access_count": None if u.access_count is None else int(u.access_count),
@@ -218,4 +234,8 @@ def update_row(u: EngramUpdate) -> dict[str, Any]:
         "decay_factor": None if u.decay_factor is None else clamp01(u.decay_factor),
         "cluster_id": None if u.cluster_id is None else int(u.cluster_id),
         "importance": None if u.importance is None else clamp01(u.importance),
+        "tags": tags,
+        "tags_text": None if tags is None else " ".join(tags),
+        "superseded_by": u.superseded_by,
+        "superseded_at": None if u.superseded_at is None else epoch_pair(u.superseded_at),
     }
