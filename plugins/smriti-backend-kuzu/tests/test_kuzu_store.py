@@ -410,6 +410,32 @@ def test_large_update_batches_are_staged_and_exact(kuzu_factory: Factory) -> Non
     check(kuzu_factory("alice"))  # the store itself
 
 
+def test_many_tag_and_supersession_updates_reach_the_text_index(kuzu_factory: Factory) -> None:
+    """More updates than one statement by primary key takes (the UNWIND path), with
+    Kùzu's full-text index built: it follows the new tags."""
+    from smriti_backend_kuzu.writes import SMALL_UPDATE
+
+    backend = kuzu_factory("alice", native_indexes=True)
+    n = SMALL_UPDATE + 8
+    engrams = [build.engram(i, content=f"note {i}", tags=["ocelot"]) for i in range(n)]
+    backend.import_records(engrams, [], [], [], [])
+    assert "engram_fts" in backend.ensure_indexes(8, 10)
+    when = datetime(2025, 6, 1, 12, 0, 0, 250000, tzinfo=UTC)
+    backend.update_engrams(
+        [EngramUpdate(e.id, tags=["margay", f"n{i}"]) for i, e in enumerate(engrams)]
+        + [EngramUpdate(e.id, superseded_by="e09999", superseded_at=when) for e in engrams[::2]]
+        + [EngramUpdate("no-such-engram", tags=["margay"])]
+    )
+    assert backend.text_search("ocelot", n) == []
+    assert {i for i, _ in backend.text_search("margay", n)} == {e.id for e in engrams}
+    got = {e.id: e for e in backend.get_engrams([e.id for e in engrams])}
+    assert got[engrams[3].id].tags == ["margay", "n3"]
+    assert (got[engrams[2].id].superseded_by, got[engrams[2].id].superseded_at) == ("e09999", when)
+    assert (got[engrams[3].id].superseded_by, got[engrams[3].id].superseded_at) == ("", None)
+    current = backend.list_page(Listing(n, tags=["margay"], include_superseded=False))
+    assert sorted(e.id for e in current) == sorted(e.id for e in engrams[1::2])
+
+
 @pytest.mark.parametrize("failing", ["commit", "caches"])
 def test_failed_import_commit_leaves_store_and_caches_as_they_were(
     kuzu_factory: Factory, monkeypatch: pytest.MonkeyPatch, failing: str
