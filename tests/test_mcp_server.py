@@ -116,7 +116,11 @@ async def test_tools_have_schemas_and_annotations(client: Client) -> None:
     assert store.annotations.idempotent_hint is False
 
     recall = tools["smriti_recall"]
-    assert set(recall.input_schema["properties"]) == {"query", "limit", "mode", "memory_type"}
+    assert set(recall.input_schema["properties"]) == {
+        "query", "limit", "mode", "memory_type", "tags", "tag_match", "since", "until",
+        "include_superseded", "cursor",
+    }  # fmt: skip
+    assert recall.input_schema["properties"]["include_superseded"]["type"] == "boolean"
     assert recall.input_schema.get("required", []) == []
     assert recall.input_schema["properties"]["limit"]["type"] == "integer"
     assert recall.input_schema["properties"]["mode"]["enum"] == ["recall", "search", "list"]
@@ -126,7 +130,10 @@ async def test_tools_have_schemas_and_annotations(client: Client) -> None:
 
     manage = tools["smriti_manage"]
     assert manage.input_schema["required"] == ["action"]
-    assert set(manage.input_schema["properties"]) == {"action", "memory_id"}
+    assert set(manage.input_schema["properties"]) == {
+        "action", "memory_id", "content", "importance", "tags", "limit",
+    }  # fmt: skip
+    assert "correct" in manage.input_schema["properties"]["action"]["enum"]
     assert manage.annotations.destructive_hint is True
     assert manage.output_schema is not None
     for tool in tools.values():
@@ -138,7 +145,7 @@ async def test_system_prompt_is_listed(client: Client) -> None:
     assert "smriti_system_prompt" in prompts
     got = await client.get_prompt("smriti_system_prompt")
     text = got.messages[0].content.text
-    for word in ("smriti_store", "smriti_recall", "forget", "importance"):
+    for word in ("smriti_store", "smriti_recall", "forget", "importance", "correct", "related"):
         assert word in text
 
 
@@ -304,7 +311,82 @@ async def test_limit_accepts_numeric_strings(client: Client) -> None:
 
 async def test_unknown_action_and_missing_id(client: Client) -> None:
     assert "action" in error_text(await call(client, "smriti_manage", action="explode"))
-    assert "memory_id" in error_text(await call(client, "smriti_manage", action="forget"))
+    for action in ("forget", "get", "correct", "history", "update", "related"):
+        text = error_text(await call(client, "smriti_manage", action=action))
+        assert "memory_id" in text and action in text
+
+
+async def test_correct_get_history_in_process(client: Client, engine: Engine) -> None:
+    old = (
+        await call(client, "smriti_store", content="The build server is called Zeus")
+    ).structured_content
+    corrected = await call(
+        client, "smriti_manage", action=" Correct ", memory_id=old["id"],
+        content="The build server is called Hera since May", tags="infra",
+    )  # fmt: skip
+    assert not corrected.is_error, corrected
+    out = corrected.structured_content
+    new_id = out["corrected"]["new_id"]
+    assert out["corrected"]["superseded"] == old["id"] and new_id in out["message"]
+    assert out["corrected"]["memory"]["tags"] == ["infra"]
+    got = (await call(client, "smriti_manage", action="get", memory_id=new_id)).structured_content
+    assert got["memory"]["versions"] == [old["id"], new_id]
+    assert got["memory"]["supersedes"] == old["id"]
+    history = await call(client, "smriti_manage", action="history", memory_id=old["id"])
+    versions = history.structured_content["history"]["versions"]
+    assert [v["id"] for v in versions] == [old["id"], new_id]
+    assert versions[0]["superseded_by"] == new_id
+    listed = (await call(client, "smriti_recall", mode="list")).structured_content
+    assert [r["id"] for r in listed["results"]] == [new_id] and listed["next_cursor"] is None
+    assert stored_count(engine) == 2
+
+
+@pytest.mark.parametrize(
+    ("arguments", "mentions"),
+    [
+        ({"since": "soon"}, "since"),
+        ({"until": 20250101}, "until"),
+        ({"tag_match": "some"}, "tag_match"),
+        ({"include_superseded": "maybe"}, "include_superseded"),
+        ({"cursor": 7}, "cursor"),
+        ({"cursor": "garbage"}, "cursor"),
+        ({"tags": {"a": 1}}, "tags"),
+    ],
+)
+async def test_bad_recall_filters_are_tool_errors(
+    client: Client, arguments: dict[str, Any], mentions: str
+) -> None:
+    result = await client.call_tool("smriti_recall", {"mode": "list", **arguments})
+    assert mentions in error_text(result)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "mentions"),
+    [
+        ({"action": "correct"}, "content"),
+        ({"action": "correct", "content": 5}, "content"),
+        ({"action": "update"}, "importance or tags"),
+        ({"action": "update", "importance": "lots"}, "importance"),
+        ({"action": "related", "limit": "x"}, "limit"),
+    ],
+)
+async def test_bad_manage_arguments_name_the_parameter(
+    client: Client, engine: Engine, arguments: dict[str, Any], mentions: str
+) -> None:
+    stored = await call(client, "smriti_store", content="one memory to manage")
+    memory_id = stored.structured_content["id"]
+    result = await client.call_tool("smriti_manage", {"memory_id": memory_id, **arguments})
+    assert mentions in error_text(result)
+    assert stored_count(engine) == 1
+
+
+def test_read_actions_need_only_the_read_scope() -> None:
+    from smriti.mcp_server.tools import needed_scope
+
+    for action in ("get", "history", "related", "stats", " GET "):
+        assert needed_scope("smriti_manage", {"action": action}) == "read"
+    for action in ("correct", "update", "forget", "consolidate", "sync", "nonsense"):
+        assert needed_scope("smriti_manage", {"action": action}) == "write"
 
 
 async def test_forget_unknown_id_is_an_error(client: Client) -> None:

@@ -91,13 +91,69 @@ def recall(args: argparse.Namespace) -> int:
     """Recall memories for QUERY (none: the most recently used)."""
     with open_memory(args, "recall") as memory:
         found = memory.recall(
-            args.query or None, limit=args.limit, mode=args.mode, memory_type=args.memory_type
+            args.query or None,
+            limit=args.limit,
+            mode=args.mode,
+            memory_type=args.memory_type,
+            tags=args.tags or None,
+            tag_match=args.tag_match,
+            since=args.since or None,
+            until=args.until or None,
+            include_superseded=args.include_superseded,
+            cursor=args.cursor or None,
         )
     mode = args.mode if args.query.strip() else "list"
     data = output.recall_data(args.query, mode, found)
     if data.get("warning") and not args.json:
         print(f"smriti: warning: {data['warning']}", file=sys.stderr)
     output.emit(data, args.json, output.format_recall)
+    return 0
+
+
+def get(args: argparse.Namespace) -> int:
+    """Show the memory with ID: its cues, associations and versions."""
+    with open_memory(args, "get") as memory:
+        data = memory.get(args.memory_id)
+    output.emit(data, args.json, output.format_detail)
+    return 0
+
+
+def correct(args: argparse.Namespace) -> int:
+    """Replace the memory with ID by a corrected version ('-' reads it from stdin)."""
+    content = sys.stdin.read() if args.content == "-" else args.content
+    with open_memory(args, "correct") as memory:
+        data = memory.correct(args.memory_id, content, importance=args.importance, tags=args.tags)
+        _push_backup(memory)
+    output.emit(data, args.json, output.format_corrected)
+    return 0
+
+
+def history(args: argparse.Namespace) -> int:
+    """Every version of the memory with ID, oldest first."""
+    with open_memory(args, "history") as memory:
+        data = memory.history(args.memory_id)
+    output.emit(data, args.json, output.format_history)
+    return 0
+
+
+def update(args: argparse.Namespace) -> int:
+    """Change the importance and/or the tags of the memory with ID."""
+    if args.importance is None and args.tags is None:
+        from smriti.errors import InvalidInput
+
+        raise InvalidInput("update needs --importance or --tags (or both)")
+    with open_memory(args, "update") as memory:
+        data = memory.update(args.memory_id, importance=args.importance, tags=args.tags)
+        _push_backup(memory)
+    output.emit(data, args.json, lambda d: output.format_memory(d["memory"]))
+    return 0
+
+
+def related(args: argparse.Namespace) -> int:
+    """The memories linked to the memory with ID, best first."""
+    with open_memory(args, "related") as memory:
+        data = memory.related(args.memory_id, limit=args.limit)
+    output.emit(data, args.json, output.format_related)
     return 0
 
 

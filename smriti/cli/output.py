@@ -54,10 +54,11 @@ def _value(value: Any) -> str:
 
 
 def format_stored(data: Mapping[str, Any]) -> str:
-    """A stored memory: id, type, importance, summary, cues."""
+    """A stored memory: id, type, importance, summary, cues; whether it repeated an
+    existing memory, and which ones it may contradict."""
     cues = ", ".join(f"{c['name']} ({c['type']})" for c in data.get("cues", []))
     lines = {
-        "stored": data["id"],
+        ("already stored" if data.get("deduplicated") else "stored"): data["id"],
         "type": data["memory_type"],
         "importance": f"{float(data['importance']):.2f}",
         "summary": snippet(data["summary"], 200),
@@ -65,6 +66,11 @@ def format_stored(data: Mapping[str, Any]) -> str:
         "cues": cues or "-",
         "associations": data.get("associations", 0),
     }
+    conflicts = data.get("possible_conflicts") or []
+    if conflicts:
+        lines["may conflict with"] = ", ".join(
+            f"{c['id']} ({snippet(c['summary'], 40)})" for c in conflicts
+        )
     return format_mapping(lines)
 
 
@@ -81,6 +87,7 @@ def recall_data(query: str, mode: str, found: Mapping[str, Any]) -> dict[str, An
             item["score"] = None
     data: dict[str, Any] = {"query": query, "mode": mode, "count": len(items), "results": items}
     data["degraded"] = bool(found.get("degraded"))
+    data["next_cursor"] = found.get("next_cursor") or None
     if data["degraded"]:
         data["warning"] = str(found.get("warning", ""))
     return data
@@ -96,9 +103,87 @@ def format_recall(data: Mapping[str, Any]) -> str:
         return "no memories found"
     if data.get("mode") == "list":
         rows = [(_minute(r["last_accessed_at"]), r["id"], _memory(r)) for r in results]
-        return table(("LAST USED", "ID", "MEMORY"), rows)
+        text = table(("LAST USED", "ID", "MEMORY"), rows)
+        cursor = data.get("next_cursor")
+        return text + (f"\nnext page: --cursor {cursor}" if cursor else "")
     rows = [(f"{r['score']:.3f}", r["match_type"], r["hop"], r["id"], _memory(r)) for r in results]
     return table(("SCORE", "MATCH", "HOP", "ID", "MEMORY"), rows)
+
+
+def format_memory(memory: Mapping[str, Any]) -> str:
+    """One memory: id, content and its fields, with its version links when it has any."""
+    lines: dict[str, Any] = {
+        "id": memory["id"],
+        "content": memory["content"],
+        "type": memory["memory_type"],
+        "importance": f"{float(memory['importance']):.2f}",
+        "tags": list(memory.get("tags", [])),
+        "source": memory.get("source") or "-",
+        "created": _minute(memory["created_at"]),
+        "last used": _minute(memory["last_accessed_at"]),
+        "accessed": memory.get("access_count", 0),
+        "decay": memory.get("decay_factor"),
+        "cluster": memory.get("cluster_id"),
+    }
+    if memory.get("supersedes"):
+        lines["supersedes"] = memory["supersedes"]
+    if memory.get("superseded_by"):
+        when = _minute(memory.get("superseded_at") or "")
+        lines["superseded by"] = f"{memory['superseded_by']} ({when})"
+    return format_mapping(lines)
+
+
+def format_detail(data: Mapping[str, Any]) -> str:
+    """``smriti get``: the memory, then its cues, versions and associations."""
+    cues = ", ".join(f"{c['name']} ({c['type']})" for c in data.get("cues", []))
+    parts = [format_memory(data["memory"]), f"cues: {cues or '-'}"]
+    versions = data.get("versions") or []
+    if len(versions) > 1:
+        parts.append("versions (oldest first): " + ", ".join(versions))
+    links = data.get("associations") or []
+    if links:
+        rows = [
+            (
+                a["direction"],
+                a["relation"],
+                f"{float(a['strength']):.3f}",
+                a["id"],
+                snippet(a["summary"]),
+            )
+            for a in links
+        ]
+        parts.append(table(("DIR", "RELATION", "STRENGTH", "ID", "MEMORY"), rows))
+    return "\n".join(parts)
+
+
+def format_corrected(data: Mapping[str, Any]) -> str:
+    """``smriti correct``: which version replaced which, then the new one."""
+    head = f"corrected {data['superseded']} -> {data['new_id']}"
+    return head + "\n" + format_stored(data["memory"])
+
+
+def format_history(data: Mapping[str, Any]) -> str:
+    """``smriti history``: the versions as a table, oldest first."""
+    rows = [(_minute(v["created_at"]), v["id"], _memory(v)) for v in data["versions"]]
+    return table(("CREATED", "ID", "MEMORY"), rows)
+
+
+def format_related(data: Mapping[str, Any]) -> str:
+    """``smriti related``: relation, strength, the cue it went through, id, text."""
+    related = data["related"]
+    if not related:
+        return f"nothing related to {data['memory_id']}"
+    rows = [
+        (
+            r["relation"],
+            f"{float(r['strength']):.3f}",
+            r.get("via") or "-",
+            r["id"],
+            snippet(r["summary"]),
+        )
+        for r in related
+    ]
+    return table(("RELATION", "STRENGTH", "VIA", "ID", "MEMORY"), rows)
 
 
 def _memory(result: Mapping[str, Any]) -> str:

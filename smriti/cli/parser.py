@@ -100,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serve(sub, common)
     _add_store(sub, common)
     _add_recall(sub, common)
+    _add_versions(sub, common)
     _add_simple(sub, common)
     portable_commands.add_parsers(sub, common)
     doctor_command.add_parser(sub, common)
@@ -159,8 +160,87 @@ def _add_recall(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
         default=None,
         help="only this memory type",
     )
+    p.add_argument("--tags", default="", help="only memories with any of these (comma-separated)")
+    p.add_argument(
+        "--tag-match",
+        choices=("any", "all"),
+        default="any",
+        help="any (default) or all of --tags",
+    )
+    p.add_argument("--since", default="", help="created at or after (ISO 8601 date or time)")
+    p.add_argument("--until", default="", help="created before (ISO 8601 date or time)")
+    p.add_argument(
+        "--include-superseded",
+        action="store_true",
+        help="also old versions that a correction replaced",
+    )
+    p.add_argument("--cursor", default="", help="list mode: the next page (from next_cursor)")
     _json_flag(p)
     p.set_defaults(handler=commands.recall)
+
+
+def _add_versions(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """get, correct, history, update and related: commands on one memory by id."""
+    p = sub.add_parser(
+        "get",
+        parents=[common],
+        help="show one memory by id",
+        description="Show the memory with ID: its content, type, importance, decay, "
+        "access count, cluster, cues, associations and version chain.",
+    )
+    p.add_argument("memory_id", metavar="ID")
+    _json_flag(p)
+    p.set_defaults(handler=commands.get)
+
+    p = sub.add_parser(
+        "correct",
+        parents=[common],
+        help="replace a memory by a corrected version",
+        description="Store CONTENT as a new version of the memory with ID. The old "
+        "version is kept as history, marked superseded, and left out of recall; its "
+        "links carry over. Importance and tags are kept unless given.",
+    )
+    p.add_argument("memory_id", metavar="ID")
+    p.add_argument("content", metavar="CONTENT", help="the corrected text; '-' reads stdin")
+    p.add_argument("--importance", type=_importance, default=None, help="0.0-1.0 (default: kept)")
+    p.add_argument("--tags", default=None, help="comma-separated tags (default: kept)")
+    _json_flag(p)
+    p.set_defaults(handler=commands.correct)
+
+    p = sub.add_parser(
+        "history",
+        parents=[common],
+        help="every version of a memory",
+        description="Show every version of the memory with ID, oldest first.",
+    )
+    p.add_argument("memory_id", metavar="ID")
+    _json_flag(p)
+    p.set_defaults(handler=commands.history)
+
+    p = sub.add_parser(
+        "update",
+        parents=[common],
+        help="change a memory's importance or tags",
+        description="Change the importance and/or the tags of the memory with ID in "
+        "place (--tags replaces the whole list; '' clears it).",
+    )
+    p.add_argument("memory_id", metavar="ID")
+    p.add_argument("--importance", type=_importance, default=None, help="0.0-1.0")
+    p.add_argument("--tags", default=None, help="the new comma-separated tags")
+    _json_flag(p)
+    p.set_defaults(handler=commands.update)
+
+    p = sub.add_parser(
+        "related",
+        parents=[common],
+        help="memories linked to a memory",
+        description="Show the memories linked to the memory with ID (associations both "
+        "ways, versions, shared cues, the same cluster), best first.",
+    )
+    p.add_argument("memory_id", metavar="ID")
+    p.add_argument("--limit", type=_positive_int, default=10, help="results (default 10)")
+    _json_flag(p)
+    p.set_defaults(handler=commands.related)
 
 
 def _add_simple(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

@@ -14,8 +14,22 @@ class CueOut(TypedDict):
     type: str
 
 
+class ConflictOut(TypedDict):
+    """An existing memory that a new one may contradict (similar, on the same cues)."""
+
+    id: str
+    summary: str
+    similarity: float
+
+
 class StoredMemoryOut(TypedDict):
-    """The memory that was stored."""
+    """The memory that was stored.
+
+    ``deduplicated`` is true when the content repeated an existing memory: nothing new
+    was written and this is the existing memory, strengthened. ``possible_conflicts``
+    lists existing memories that may say something else about the same thing (correct
+    the outdated one with ``smriti_manage action=correct``).
+    """
 
     id: str
     summary: str
@@ -27,6 +41,9 @@ class StoredMemoryOut(TypedDict):
     cues: list[CueOut]
     associations: int
     cluster_id: int
+    supersedes: str
+    deduplicated: bool
+    possible_conflicts: list[ConflictOut]
 
 
 class RecalledMemoryOut(TypedDict):
@@ -43,6 +60,8 @@ class RecalledMemoryOut(TypedDict):
     last_accessed_at: str
     access_count: int
     cluster_id: int
+    supersedes: str
+    superseded_by: str
     score: float
     match_type: str
     hop: int
@@ -53,7 +72,8 @@ class RecallOut(TypedDict):
 
     ``degraded`` is true when the embedding provider was unavailable and the results
     come from cue-name and lexical matching (and their associations) only; ``warning``
-    then says why.
+    then says why. ``next_cursor`` (list mode) is passed back as ``cursor`` for the next
+    page; null when no more memories follow.
     """
 
     query: str
@@ -61,7 +81,85 @@ class RecallOut(TypedDict):
     count: int
     results: list[RecalledMemoryOut]
     degraded: bool
+    next_cursor: str | None
     warning: NotRequired[str]
+
+
+class MemoryOut(TypedDict):
+    """One memory as stored, with its version links.
+
+    ``supersedes`` is the id of the version this one corrected ("" for a first
+    version); ``superseded_by`` and ``superseded_at`` name the correction that replaced
+    it ("" and null while it is current).
+    """
+
+    id: str
+    content: str
+    summary: str
+    memory_type: str
+    importance: float
+    tags: list[str]
+    source: str
+    created_at: str
+    last_accessed_at: str
+    access_count: int
+    decay_factor: float
+    cluster_id: int
+    supersedes: str
+    superseded_by: str
+    superseded_at: str | None
+
+
+class AssociationOut(TypedDict):
+    """A link between two memories; ``direction`` out: from this memory, in: to it."""
+
+    id: str
+    summary: str
+    direction: str
+    relation: str
+    strength: float
+
+
+class MemoryDetailOut(MemoryOut):
+    """A memory with its cues, its associations and its version chain (oldest first,
+    this one included)."""
+
+    cues: list[CueOut]
+    associations: list[AssociationOut]
+    versions: list[str]
+
+
+class CorrectedOut(TypedDict):
+    """A correction: the new version's id, the id it superseded, and the new version."""
+
+    new_id: str
+    superseded: str
+    memory: StoredMemoryOut
+
+
+class HistoryOut(TypedDict):
+    """A memory's version chain, oldest first."""
+
+    memory_id: str
+    versions: list[MemoryOut]
+
+
+class RelatedItemOut(TypedDict):
+    """A memory linked to another one: how (``relation``), how strongly, and through
+    which cue (``via``, for shared_cue)."""
+
+    id: str
+    summary: str
+    relation: str
+    strength: float
+    via: str
+
+
+class RelatedOut(TypedDict):
+    """The memories related to ``memory_id``, best first."""
+
+    memory_id: str
+    related: list[RelatedItemOut]
 
 
 class ForgottenOut(TypedDict):
@@ -100,6 +198,11 @@ class ManageOut(TypedDict):
 
     action: str
     message: str
+    memory: NotRequired[MemoryDetailOut]
+    corrected: NotRequired[CorrectedOut]
+    history: NotRequired[HistoryOut]
+    updated: NotRequired[MemoryOut]
+    related: NotRequired[RelatedOut]
     forgotten: NotRequired[ForgottenOut]
     sync: NotRequired[SyncOut]
     consolidation: NotRequired[ConsolidationOut]
@@ -128,4 +231,22 @@ LimitArg = Annotated[
     Any,
     WithJsonSchema({"type": "integer", "minimum": 1}),
     Field(description="Maximum number of memories to return (at least 1)."),
+]
+# smriti_manage's importance and tags change a memory only when given: null is "leave
+# as it is", so their defaults are null rather than store's 0.5 and "".
+OptionalImportanceArg = Annotated[
+    Any,
+    WithJsonSchema({"type": ["number", "null"], "minimum": 0.0, "maximum": 1.0}),
+    Field(
+        description="correct/update: the new importance, 0.0 to 1.0 (omit to keep it; "
+        "correct: the new version keeps the old one's)."
+    ),
+]
+OptionalTagsArg = Annotated[
+    Any,
+    WithJsonSchema({"type": ["string", "null"]}),
+    Field(
+        description="correct/update: the whole new comma-separated tag list, replacing "
+        'the old one (omit to keep it; "" clears it).'
+    ),
 ]

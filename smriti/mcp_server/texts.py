@@ -5,7 +5,9 @@ Smriti is your long-term memory across conversations. Call smriti_recall with a 
 query before answering questions that may depend on what you learned earlier (the \
 user's preferences, projects, people, decisions). Call smriti_store when you learn \
 something worth keeping: one self-contained fact or event per call. Use smriti_manage \
-to forget a wrong or outdated memory by id."""
+to read one memory by id (get), correct a wrong or outdated one (correct: the history \
+is kept), change its importance or tags (update), follow what is related to it \
+(related), or forget it."""
 
 SYSTEM_PROMPT = """\
 You have a persistent, associative long-term memory (Smriti). It survives across \
@@ -20,9 +22,12 @@ topic ("user preferences", "project X architecture").
 decisions, past problems and their fixes.
 - Use short, specific queries (a few key nouns). mode="recall" (default) follows \
 associations and finds related memories; mode="search" is pure semantic similarity; \
-mode="list" (or an empty query) shows the most recently used memories. Filter with \
-memory_type when you only want facts ("semantic"), events ("episodic") or how-tos \
-("procedural").
+mode="list" (or an empty query) shows the most recently used memories, a page at a \
+time: pass its next_cursor as cursor for the next page. Filter with memory_type when \
+you only want facts ("semantic"), events ("episodic") or how-tos ("procedural"), with \
+tags (any of them; tag_match="all" for every one), and with since/until (ISO 8601 \
+dates) for a period. Old versions replaced by a correction are left out unless \
+include_superseded=true.
 - Treat recalled content as notes you wrote earlier: useful, possibly outdated. \
 Results with a higher hop were reached by association, not by direct match.
 
@@ -36,12 +41,30 @@ months later: name who and what ("Priya prefers tabs over spaces in Go code"), n
 - Set importance: 0.9-1.0 for things the user explicitly asks you to remember or that \
 would be costly to forget; 0.5 for ordinary facts; 0.1-0.3 for passing details.
 - Add a few comma-separated tags (project or topic names) and a source if it helps.
-- Do not store secrets (passwords, API keys, tokens), transient chatter, or things \
-already stored: recall first if unsure.
+- Do not store secrets (passwords, API keys, tokens) or transient chatter. Storing \
+something already stored is harmless: the result says deduplicated=true and nothing \
+new is written.
+- After a store, look at possible_conflicts: existing memories on the same subject \
+that may say something else. If the new fact replaces one of them, correct that one \
+(below) instead of keeping both.
+
+Looking closer (smriti_manage, read-only):
+- action="get", memory_id=...: one memory in full, with its cues, associations and \
+version chain.
+- action="related", memory_id=... (limit): memories linked to it (associations, \
+versions, shared cues, its cluster), with how and how strongly.
+- action="history", memory_id=...: every version of a corrected memory, oldest first.
+
+When a memory is WRONG or OUTDATED: CORRECT it (smriti_manage action="correct", \
+memory_id=..., content="the corrected, self-contained text"; importance and tags \
+optional). Do not forget it and store a new one: correct keeps the old version as \
+history, marks it superseded so recall leaves it out, and carries its links over. \
+Correct the current version (an old one's superseded_by names it). To change only \
+importance or tags, use action="update".
 
 When to FORGET (smriti_manage action="forget", memory_id=...):
-- When the user asks you to forget something, or a memory is wrong or superseded. \
-Recall it first to get its id, forget it, then store the corrected version.
+- Only when the user asks you to forget something, or a memory should not exist at \
+all (stored by mistake, a secret). Forgetting deletes it for good.
 
 Other actions of smriti_manage: "stats" (what is stored), "consolidate" (decay, prune \
 and re-cluster now; it also runs periodically) and "sync" (push a backup now).
@@ -54,23 +77,42 @@ Store one memory in long-term memory. Write the content so it stands on its own 
 (name people, projects and dates explicitly). Smriti summarises it, classifies it \
 (episodic event, semantic fact or procedural how-to), extracts cues (entities, \
 keywords, concepts) and links it to related memories. Returns the stored memory with \
-its id, summary, type, cues and number of associations. Do not store secrets."""
+its id, summary, type, cues and number of associations. Content that repeats an \
+existing memory (the same text, or nearly) is not stored again: the result is the \
+existing memory, strengthened, with deduplicated: true. possible_conflicts lists \
+existing memories on the same cues that may say something else (id, summary, \
+similarity): if the new memory replaces one, correct it with smriti_manage \
+action="correct". Do not store secrets."""
 
 RECALL_DESCRIPTION = """\
 Recall memories relevant to a query, best first. mode "recall" (default) combines cue \
 matching, semantic and lexical search and follows associations up to two hops; \
 "search" is semantic similarity only (nothing below a similarity floor); "list" (or an \
-empty query) returns the most recently used memories. memory_type filters to episodic, \
-semantic or procedural before the limit. Each result has id, content, summary, \
-memory_type, importance, tags, source, created_at, score, match_type (cue, vector, \
-lexical, association or list) and hop. Read-only for your data: in "recall" mode it \
-only refreshes the returned memories' access statistics (so used memories decay \
-slower). If the embedding provider is unavailable, results come from cue and lexical \
-matching only ("search" falls back to lexical) and the result carries degraded: true \
-and a warning."""
+empty query) returns the most recently used memories, one page of limit at a time: \
+pass the result's next_cursor as cursor to get the next page (null: no more). Filters, \
+all applied before the limit: memory_type (episodic, semantic or procedural); tags \
+(comma-separated; a memory with any of them, or with every one when tag_match is \
+"all"); since and until (ISO 8601 date or time, no zone = UTC: created at or after \
+since and before until). Old versions that a correction replaced are left out unless \
+include_superseded is true. Each result has id, content, summary, memory_type, \
+importance, tags, source, created_at, score, match_type (cue, vector, lexical, \
+association or list), hop, supersedes and superseded_by (version links, "" if \
+none). Read-only for your data: in "recall" mode it only refreshes the returned \
+memories' access statistics (so used memories decay slower). If the embedding \
+provider is unavailable, results come from cue and lexical matching only ("search" \
+falls back to lexical) and the result carries degraded: true and a warning."""
 
 MANAGE_DESCRIPTION = """\
-Manage memory. action "forget" permanently deletes the memory with memory_id (get ids \
-from smriti_recall); an unknown id is an error. "stats" reports what is stored. \
-"consolidate" runs decay, pruning of weak unimportant memories, and clustering now. \
-"sync" pushes a backup now (if a backup provider is configured)."""
+Manage memory; memory_id comes from smriti_recall, and an unknown id is an error that \
+changes nothing. action "get": the memory with its cues, associations (direction, \
+relation, strength), cluster, decay, access count and version chain. "correct" \
+(content; importance and tags optional, else kept): a new version that supersedes the \
+memory, which is kept as history and left out of recall; returns new_id and \
+superseded. Only the current version can be corrected. Use it instead of forget and \
+store for anything wrong or outdated. "history": every version, oldest first. \
+"update" (importance and/or tags, the whole new list): changes them in place. \
+"related" (limit, default 10): memories linked to it by association, correction, a \
+shared cue or its cluster, best first. "forget" permanently deletes the memory. \
+"stats" reports what is stored. "consolidate" runs decay, pruning of weak unimportant \
+memories, and clustering now. "sync" pushes a backup now (if a backup provider is \
+configured)."""

@@ -18,7 +18,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 from smriti import validation
 from smriti.errors import InvalidInput, SmritiError
@@ -28,6 +28,8 @@ from smriti.mcp_server.schemas import (
     ImportanceArg,
     LimitArg,
     ManageOut,
+    OptionalImportanceArg,
+    OptionalTagsArg,
     RecallOut,
     StoredMemoryOut,
     TagsArg,
@@ -50,9 +52,24 @@ if TYPE_CHECKING:
 log = get_logger(__name__)
 
 RECALL_MODES = validation.RECALL_MODES
-MANAGE_ACTIONS = ("forget", "sync", "consolidate", "stats")
+MANAGE_ACTIONS = (
+    "get",
+    "correct",
+    "history",
+    "update",
+    "related",
+    "forget",
+    "stats",
+    "consolidate",
+    "sync",
+)
 #: Manage actions that only read; every other one needs the write scope.
-READ_ACTIONS = ("stats",)
+READ_ACTIONS = ("get", "history", "related", "stats")
+#: Manage actions that act on one memory, named by memory_id.
+ID_ACTIONS = ("get", "correct", "history", "update", "related", "forget")
+TAG_MATCHES = validation.TAG_MATCHES
+#: The default number of related memories (action=related).
+RELATED_LIMIT = 10
 #: The scope each tool needs (``smriti_manage``: see ``needed_scope``).
 TOOL_SCOPES = {"smriti_store": "write", "smriti_recall": "read"}
 
@@ -60,10 +77,11 @@ TOOL_SCOPES = {"smriti_store": "write", "smriti_recall": "read"}
 def needed_scope(tool: str, arguments: Mapping[str, Any] | None) -> str:
     """``read`` or ``write``: what a call of ``tool`` with ``arguments`` needs.
 
-    Writing tools (store; manage forget, consolidate and sync) need write, reading ones
-    (recall; manage stats) read. An unknown tool needs read: its call fails anyway, with
-    the SDK's error naming the tool. The HTTP layer asks this before a call is run (to
-    answer 403), and the tool again when it runs.
+    Writing tools (store; manage correct, update, forget, consolidate and sync) need
+    write, reading ones (recall; manage get, history, related and stats) read. An
+    unknown tool needs read: its call fails anyway, with the SDK's error naming the
+    tool. The HTTP layer asks this before a call is run (to answer 403), and the tool
+    again when it runs.
     """
     if tool == "smriti_manage":
         action = arguments.get("action") if isinstance(arguments, Mapping) else None
@@ -85,11 +103,31 @@ def checked[T](check: Callable[..., T], *args: Any) -> T:
 
 
 def parse_action(value: str) -> str:
-    """A manage action: forget, sync, consolidate or stats."""
+    """A manage action (one of ``MANAGE_ACTIONS``)."""
     chosen = value.strip().lower() if isinstance(value, str) else ""
     if chosen not in MANAGE_ACTIONS:
         raise _bad(f"action must be one of {', '.join(MANAGE_ACTIONS)}; got {str(value)[:40]!r}")
     return chosen
+
+
+def moment_text(name: str, value: object) -> str | None:
+    """``since``/``until``: an ISO 8601 date or time, checked here; the text itself is
+    passed on (it crosses to the owner process as JSON)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str):
+        raise _bad(f"{name} must be an ISO 8601 string, got {type(value).__name__}")
+    checked(validation.moment, value, name)
+    return value.strip()
+
+
+def cursor_text(value: object) -> str | None:
+    """A list cursor: an opaque string (the engine checks whose and for what it is)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str):
+        raise _bad("cursor must be the next_cursor string of the previous list call")
+    return value.strip()
 
 
 async def run_engine[T](fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -121,6 +159,7 @@ def recall_out(query: str, mode: str, found: dict[str, Any]) -> RecallOut:
         "count": len(items),
         "results": items,
         "degraded": bool(found.get("degraded")),
+        "next_cursor": found.get("next_cursor") or None,
     }
     if out["degraded"]:
         out["warning"] = str(found.get("warning", ""))
@@ -157,7 +196,7 @@ def build_server(memory: Service | Engine | Memories) -> MCPServer:
     )
     _add_store(server, engine)
     _add_recall(server, engine, max_limit)
-    _add_manage(server, engine)
+    _add_manage(server, engine, max_limit)
     _add_prompt(server)
     return server
 
@@ -228,6 +267,47 @@ def _add_recall(server: MCPServer, memories: Memories, max_limit: int) -> None:
                 json_schema_extra={"enum": ["", *MEMORY_TYPES]},
             ),
         ] = "",
+        tags: Annotated[
+            Any,
+            WithJsonSchema({"type": "string"}),
+            Field(
+                description="Only memories with at least one of these comma-separated "
+                "tags (set tag_match to 'all' for memories with every one)."
+            ),
+        ] = "",
+        tag_match: Annotated[
+            str,
+            Field(
+                description="any (default): at least one of tags; all: every one of them.",
+                json_schema_extra={"enum": list(TAG_MATCHES)},
+            ),
+        ] = "any",
+        since: Annotated[
+            Any,
+            WithJsonSchema({"type": "string"}),
+            Field(
+                description="Only memories created at or after this ISO 8601 date or time "
+                "('2025-03-01', '2025-03-01T09:30:00Z'; no zone means UTC)."
+            ),
+        ] = "",
+        until: Annotated[
+            Any,
+            WithJsonSchema({"type": "string"}),
+            Field(description="Only memories created before this ISO 8601 date or time."),
+        ] = "",
+        include_superseded: Annotated[
+            Any,
+            WithJsonSchema({"type": "boolean"}),
+            Field(description="Also return old versions that a correction replaced."),
+        ] = False,
+        cursor: Annotated[
+            Any,
+            WithJsonSchema({"type": "string"}),
+            Field(
+                description="list mode: the next_cursor of the previous page, to get the "
+                "page after it."
+            ),
+        ] = "",
         ctx: Context | None = None,
     ) -> RecallOut:
         """Recall memories."""
@@ -236,16 +316,31 @@ def _add_recall(server: MCPServer, memories: Memories, max_limit: int) -> None:
             validation.mode, mode.strip().lower() if isinstance(mode, str) else mode
         )
         kind = checked(validation.memory_type, memory_type)
+        filters = {
+            "tags": checked(validation.tags, tags or None) or None,
+            "tag_match": checked(validation.tag_match, tag_match),
+            "since": moment_text("since", since),
+            "until": moment_text("until", until),
+            "include_superseded": checked(
+                validation.flag, include_superseded, "include_superseded"
+            ),
+            "cursor": cursor_text(cursor),
+        }
         async with memories.use(ctx, "read") as engine:
             results = await run_engine(
-                engine.recall, query or None, limit=count, mode=chosen_mode, memory_type=kind
+                engine.recall,
+                query or None,
+                limit=count,
+                mode=chosen_mode,
+                memory_type=kind,
+                **filters,
             )
         if not query.strip():
             chosen_mode = "list"
         return recall_out(query, chosen_mode, results)
 
 
-def _add_manage(server: MCPServer, memories: Memories) -> None:
+def _add_manage(server: MCPServer, memories: Memories, max_limit: int) -> None:
     @server.tool(
         name="smriti_manage",
         title="Manage memory",
@@ -262,38 +357,96 @@ def _add_manage(server: MCPServer, memories: Memories) -> None:
         action: Annotated[
             str,
             Field(
-                description="forget, stats, consolidate or sync.",
+                description="get, correct, history, update, related, forget, stats, "
+                "consolidate or sync.",
                 json_schema_extra={"enum": list(MANAGE_ACTIONS)},
             ),
         ],
         memory_id: Annotated[
-            str, Field(description="The id of the memory to forget (action=forget).")
+            str,
+            Field(
+                description="The id of the memory (actions get, correct, history, update, "
+                "related, forget); ids come from smriti_recall."
+            ),
         ] = "",
+        content: Annotated[
+            Any,
+            WithJsonSchema({"type": "string"}),
+            Field(description="correct: the corrected memory text, self-contained."),
+        ] = "",
+        importance: OptionalImportanceArg = None,
+        tags: OptionalTagsArg = None,
+        limit: Annotated[
+            Any,
+            WithJsonSchema({"type": "integer", "minimum": 1}),
+            Field(description=f"related: how many related memories ({RELATED_LIMIT})."),
+        ] = RELATED_LIMIT,
         ctx: Context | None = None,
     ) -> ManageOut:
         """Manage memory."""
         chosen = parse_action(action)
+        request = ManageRequest.parse(
+            chosen, memory_id, content, importance, tags, limit, max_limit
+        )
         async with memories.use(ctx, needed_scope("smriti_manage", {"action": chosen})) as engine:
-            return await _manage(engine, chosen, memory_id.strip(), ctx)
+            return await _manage(engine, request, ctx)
 
 
-async def _manage(
-    engine: Service, action: str, memory_id: str, ctx: Context | None = None
-) -> ManageOut:
+class ManageRequest:
+    """A manage call's arguments, checked at the edge: each action's required ones are
+    there, and the values are of the right kind (the engine checks them again)."""
+
+    def __init__(
+        self,
+        action: str,
+        memory_id: str = "",
+        content: str = "",
+        importance: float | None = None,
+        tags: list[str] | None = None,
+        limit: int = RELATED_LIMIT,
+    ) -> None:
+        self.action, self.memory_id, self.content = action, memory_id, content
+        self.importance, self.tags, self.limit = importance, tags, limit
+
+    @classmethod
+    def parse(
+        cls,
+        action: str,
+        memory_id: object,
+        content: object,
+        importance: object,
+        tags: object,
+        limit: object,
+        max_limit: int,
+    ) -> ManageRequest:
+        """The request for ``action``; a tool error naming the parameter that is wrong."""
+        key = memory_id.strip() if isinstance(memory_id, str) else ""
+        if action in ID_ACTIONS and not key:
+            raise _bad(f"memory_id is required for action={action} (get ids from smriti_recall)")
+        if action in ID_ACTIONS:
+            key = checked(validation.memory_id, key, action)
+        text = ""
+        if action == "correct":
+            if not isinstance(content, str) or not content.strip():
+                raise _bad("content is required for action=correct: the corrected text")
+            text = content
+        value = None if importance is None else checked(validation.importance, importance)
+        tag_list = None if tags is None else checked(validation.tags, tags)
+        if action == "update" and value is None and tag_list is None:
+            raise _bad("action=update needs importance or tags (or both)")
+        count = checked(validation.limit, limit, max_limit) if action == "related" else 0
+        return cls(action, key, text, value, tag_list, count or RELATED_LIMIT)
+
+
+async def _manage(engine: Service, request: ManageRequest, ctx: Context | None = None) -> ManageOut:
     """Run a manage action. Consolidate and sync report their phases as MCP progress
     notifications when the client sent a progress token (``ctx``)."""
+    action = request.action
+    if action in ID_ACTIONS:
+        return await _memory_action(engine, request)
     from smriti.mcp_server.progress import McpProgress
 
     progress = McpProgress(ctx) if ctx is not None else False
-    if action == "forget":
-        if not memory_id:
-            raise _bad("memory_id is required for action=forget (get ids from smriti_recall)")
-        forgotten: ForgottenOut = await run_engine(engine.forget, memory_id)  # type: ignore[assignment]
-        return {
-            "action": action,
-            "message": f"forgot memory {forgotten['id']}",
-            "forgotten": forgotten,
-        }
     if action == "sync":
         data = await run_engine(engine.sync, progress)
         return {"action": action, "message": str(data.get("message", "")), "sync": data}  # type: ignore[typeddict-item]
@@ -304,12 +457,42 @@ async def _manage(
     return {"action": action, "message": f"memory statistics for {engine.user}", "stats": stats}
 
 
+async def _memory_action(engine: Service, request: ManageRequest) -> ManageOut:
+    """The actions on one memory: get, correct, history, update, related, forget."""
+    action, key = request.action, request.memory_id
+    if action == "get":
+        found = await run_engine(engine.get, key)
+        detail = {**found["memory"], **{k: found[k] for k in ("cues", "associations", "versions")}}
+        return {"action": action, "message": f"memory {key}", "memory": detail}  # type: ignore[typeddict-item]
+    if action == "correct":
+        done = await run_engine(
+            engine.correct, key, request.content, importance=request.importance, tags=request.tags
+        )
+        message = f"memory {done['superseded']} corrected by {done['new_id']}"
+        return {"action": action, "message": message, "corrected": done}  # type: ignore[typeddict-item]
+    if action == "history":
+        chain = await run_engine(engine.history, key)
+        message = f"{len(chain['versions'])} version(s) of memory {key}, oldest first"
+        return {"action": action, "message": message, "history": chain}  # type: ignore[typeddict-item]
+    if action == "update":
+        changed = await run_engine(
+            engine.update, key, importance=request.importance, tags=request.tags
+        )
+        return {"action": action, "message": f"updated memory {key}", "updated": changed["memory"]}
+    if action == "related":
+        linked = await run_engine(engine.related, key, limit=request.limit)
+        message = f"{len(linked['related'])} memories related to {key}"
+        return {"action": action, "message": message, "related": linked}  # type: ignore[typeddict-item]
+    forgotten: ForgottenOut = await run_engine(engine.forget, key)  # type: ignore[assignment]
+    return {"action": action, "message": f"forgot memory {forgotten['id']}", "forgotten": forgotten}
+
+
 def _add_prompt(server: MCPServer) -> None:
     @server.prompt(
         name="smriti_system_prompt",
         title="How to use Smriti memory",
-        description="System-prompt text telling an agent when and how to store, recall "
-        "and forget with Smriti.",
+        description="System-prompt text telling an agent when and how to store, recall, "
+        "correct and forget with Smriti.",
     )
     def smriti_system_prompt() -> str:
         return SYSTEM_PROMPT

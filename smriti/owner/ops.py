@@ -23,17 +23,34 @@ if TYPE_CHECKING:
 Op = Callable[["Engine", Mapping[str, Any], ProgressArg], dict[str, Any]]
 
 #: Operations whose repetition changes nothing a user could tell (reads, a backup
-#: push that merges, an export that rewrites its file, a store with its id fixed by
-#: the client, a forget that then says the memory is forgotten): sent again to a new
-#: owner when the old one died before answering.
+#: push that merges, an export that rewrites its file, a store or a correction with
+#: the new memory's id fixed by the client, an update that sets the same values again,
+#: a forget that then says the memory is forgotten): sent again to a new owner when
+#: the old one died before answering.
 REPEATABLE = frozenset(
-    {"recall", "stats", "sync", "export", "hash", "store", "forget", "status", "graph", "clusters"}
+    {
+        "recall",
+        "stats",
+        "sync",
+        "export",
+        "hash",
+        "store",
+        "forget",
+        "status",
+        "graph",
+        "clusters",
+        "get",
+        "history",
+        "related",
+        "update",
+        "correct",
+    }
 )
 
 
 class _Claims:
-    """Ids of stores being run, so that a repeated request waits for the first one
-    instead of racing it (the check-then-write of ``store`` is not atomic)."""
+    """Ids of stores (and corrections) being run, so that a repeated request waits for
+    the first one instead of racing it (their check-then-write is not atomic)."""
 
     def __init__(self) -> None:
         self._busy: set[str] = set()
@@ -89,12 +106,51 @@ def _recall(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> d
         limit=args.get("limit", 5),
         mode=args.get("mode", "recall"),
         memory_type=args.get("memory_type"),
+        tags=args.get("tags"),
+        tag_match=args.get("tag_match", "any"),
+        since=args.get("since"),
+        until=args.get("until"),
+        include_superseded=bool(args.get("include_superseded")),
+        cursor=args.get("cursor"),
     )
     return {
         "results": [r.to_dict() for r in results],
         "degraded": bool(getattr(results, "degraded", False)),
         "warning": str(getattr(results, "warning", "") or ""),
+        "next_cursor": getattr(results, "next_cursor", None),
     }
+
+
+def _get(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+    return engine.get(args.get("memory_id"))
+
+
+def _correct(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+    new_id = args.get("new_id")
+    # A repeated correction (the owner died before answering) carries the same new id:
+    # it waits for the first one, then gets its result instead of a second version.
+    with _claims(str(new_id)) if new_id else nullcontext():
+        return engine.correct(
+            args.get("memory_id"),
+            args.get("content"),
+            importance=args.get("importance"),
+            tags=args.get("tags"),
+            new_memory_id=new_id,
+        )
+
+
+def _history(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+    return engine.history(args.get("memory_id"))
+
+
+def _update(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+    return engine.update(
+        args.get("memory_id"), importance=args.get("importance"), tags=args.get("tags")
+    )
+
+
+def _related(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+    return engine.related(args.get("memory_id"), limit=args.get("limit", 10))
 
 
 def _forget(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
@@ -198,6 +254,11 @@ OPS: dict[str, Op] = {
     "store": _store,
     "recall": _recall,
     "forget": _forget,
+    "get": _get,
+    "correct": _correct,
+    "history": _history,
+    "update": _update,
+    "related": _related,
     "consolidate": _consolidate,
     "sync": _sync,
     "stats": _stats,

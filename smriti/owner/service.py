@@ -60,10 +60,79 @@ class Service:
         limit: object = 5,
         mode: object = "recall",
         memory_type: object = None,
+        tags: object = None,
+        tag_match: object = "any",
+        since: object = None,
+        until: object = None,
+        include_superseded: object = False,
+        cursor: object = None,
     ) -> dict[str, Any]:
-        """``results`` (tool-facing dicts), ``degraded`` and ``warning``."""
-        args = {"query": query, "limit": limit, "mode": mode, "memory_type": memory_type}
+        """``results`` (tool-facing dicts), ``degraded``, ``warning`` and ``next_cursor``
+        (list mode: pass it as ``cursor`` for the next page; None after the last one).
+
+        The filters (``tags`` matching any or, with ``tag_match="all"``, every one;
+        ``since`` <= created_at < ``until``, ISO 8601; old versions only with
+        ``include_superseded``) apply before the limit.
+        """
+        args = {
+            "query": query,
+            "limit": limit,
+            "mode": mode,
+            "memory_type": memory_type,
+            "tags": tags,
+            "tag_match": tag_match,
+            "since": since,
+            "until": until,
+            "include_superseded": include_superseded,
+            "cursor": cursor,
+        }
         return self.call("recall", args)
+
+    def get(self, memory_id: object) -> dict[str, Any]:
+        """One memory by id: ``memory``, its ``cues``, ``associations`` and ``versions``
+        (ids, oldest first). NotFound for an unknown or another user's id."""
+        return self.call("get", {"memory_id": memory_id})
+
+    def correct(
+        self,
+        memory_id: object,
+        content: object,
+        importance: object = None,
+        tags: object = None,
+        new_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Replace a memory by a corrected version that supersedes it (the old one is
+        kept, marked superseded): ``new_id``, ``superseded`` and the new ``memory``.
+
+        ``importance`` and ``tags`` of None keep the old version's. ``new_id`` is the new
+        version's id, chosen here when not given so that a request sent again after an
+        owner died corrects once (as a store's id does).
+        """
+        from smriti.model import new_id as fresh_id
+
+        args = {
+            "memory_id": memory_id,
+            "content": content,
+            "importance": importance,
+            "tags": tags,
+            "new_id": new_id or fresh_id(),
+        }
+        return self.call("correct", args)
+
+    def history(self, memory_id: object) -> dict[str, Any]:
+        """The version chain of a memory: ``memory_id`` and ``versions``, oldest first."""
+        return self.call("history", {"memory_id": memory_id})
+
+    def update(
+        self, memory_id: object, importance: object = None, tags: object = None
+    ) -> dict[str, Any]:
+        """Change a memory's importance and/or its whole tag list in place: ``memory``."""
+        return self.call("update", {"memory_id": memory_id, "importance": importance, "tags": tags})
+
+    def related(self, memory_id: object, limit: object = 10) -> dict[str, Any]:
+        """Memories linked to one: ``memory_id`` and ``related`` (id, summary,
+        relation, strength, via), best first."""
+        return self.call("related", {"memory_id": memory_id, "limit": limit})
 
     def forget(self, memory_id: object) -> dict[str, Any]:
         """Delete a memory; the forgotten memory's id, summary, type and creation time."""
