@@ -98,6 +98,20 @@ def _float(lo: float, hi: float) -> Callable[[str, str], float]:
     return parse
 
 
+def _float_or_off(lo: float, hi: float) -> Callable[[str, str], float | None]:
+    inner = _float(lo, hi)
+
+    def parse(name: str, raw: str) -> float | None:
+        if raw.strip().lower() == "off":
+            return None
+        try:
+            return inner(name, raw)
+        except ConfigError as exc:
+            raise ConfigError(f"{exc} or 'off'") from None
+
+    return parse
+
+
 def _choice(*allowed: str) -> Callable[[str, str], str]:
     def parse(name: str, raw: str) -> str:
         value = raw.strip().lower()
@@ -278,6 +292,12 @@ class Settings:
     )
     association_top_k: int = field(
         default=10, metadata={"env": "ASSOCIATION_TOP_K", "parse": _int(0, 100)}
+    )
+    dedup_threshold: float | None = field(
+        default=0.95, metadata={"env": "DEDUP_THRESHOLD", "parse": _float_or_off(0.0, 1.0)}
+    )
+    conflict_threshold: float = field(
+        default=0.8, metadata={"env": "CONFLICT_THRESHOLD", "parse": _float(0.0, 1.0)}
     )
     weight_similarity: float = field(
         default=0.4, metadata={"env": "WEIGHT_SIMILARITY", "parse": _float(0.0, 10.0)}

@@ -257,6 +257,13 @@ class StorageBackend(ABC):
     def get_cues(self, names: Sequence[str]) -> list[Cue]:
         """Stored cues whose (normalised) name is in ``names``, with embeddings."""
 
+    def get_cues_by_id(self, ids: Sequence[str]) -> list[Cue]:
+        """Stored cues with these ids, in any order, unknown skipped; embeddings may be
+        None. For reading one memory (``smriti_manage action=get``), so rare: the default
+        scans ``iter_cues``, and a backend overrides it with a lookup."""
+        wanted = set(ids)
+        return [c for c in self.iter_cues() if c.id in wanted] if wanted else []
+
     @abstractmethod
     def seek(self, query: Seek) -> Seeds:
         """A recall's direct hits on every channel in one round trip (``smriti.reads``).

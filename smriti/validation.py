@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 from smriti.errors import ConfigError, InvalidInput
@@ -133,10 +134,10 @@ def query(value: object) -> str | None:
     return text or None
 
 
-def memory_id(value: object) -> str:
-    """A memory id: a non-blank string."""
+def memory_id(value: object, action: str = "forget") -> str:
+    """A memory id: a non-blank string (``action`` names what it is for, in the error)."""
     if not isinstance(value, str) or not value.strip():
-        raise InvalidInput("memory_id is required: give the id of the memory to forget")
+        raise InvalidInput(f"memory_id is required: give the id of the memory to {action}")
     text = value.strip()
     if len(text) > MAX_ID_CHARS or "\x00" in text:
         raise InvalidInput(f"memory_id {text[:20]!r}... is not a valid memory id")
@@ -148,6 +149,59 @@ def new_memory_id(value: object) -> str:
     if not isinstance(value, str) or not re.fullmatch(r"[0-9a-f]{32}", value):
         raise InvalidInput(f"memory_id {str(value)[:40]!r} is not 32 lower-case hex digits")
     return value
+
+
+TAG_MATCHES = ("any", "all")
+
+
+def tag_match(value: object) -> str:
+    """How recall's ``tags`` filter matches: ``any`` (the default) or ``all``."""
+    chosen = value.strip().lower() if isinstance(value, str) else value
+    if chosen in (None, ""):
+        return "any"
+    if chosen not in TAG_MATCHES:
+        raise InvalidInput(f"tag_match must be 'any' or 'all', got {str(value)[:40]!r}")
+    return str(chosen)
+
+
+def moment(value: object, name: str) -> datetime | None:
+    """An ISO 8601 date or date-time (``since``, ``until``) as aware UTC; None when blank.
+
+    A date alone is its midnight UTC; a time without an offset is taken as UTC.
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, datetime):
+        parsed = value
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+        except ValueError:
+            raise InvalidInput(
+                f"{name} must be an ISO 8601 date or date-time such as 2026-05-01 or "
+                f"2026-05-01T14:30:00Z, got {text[:40]!r}"
+            ) from None
+    elif isinstance(value, date):
+        parsed = datetime(value.year, value.month, value.day)
+    else:
+        raise InvalidInput(f"{name} must be an ISO 8601 string, got {type(value).__name__}")
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+def flag(value: object, name: str) -> bool:
+    """A boolean argument; also accepts true/false/yes/no/1/0 as strings."""
+    if isinstance(value, bool):
+        return value
+    if value is None:
+        return False
+    if isinstance(value, str) and value.strip().lower() in ("true", "yes", "1", "on"):
+        return True
+    if isinstance(value, str) and value.strip().lower() in ("false", "no", "0", "off", ""):
+        return False
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise InvalidInput(f"{name} must be true or false, got {str(value)[:40]!r}")
 
 
 def input_file(value: str | os.PathLike[str]) -> Path:

@@ -64,6 +64,12 @@ MEANINGS: dict[str, str] = {
     "INDEX_THRESHOLD": "Memories after which vector and full-text indexes are created.",
     "ASSOCIATION_THRESHOLD": "Cosine above which a new memory is linked to an existing one.",
     "ASSOCIATION_TOP_K": "Most associations made for one new memory.",
+    "DEDUP_THRESHOLD": "Cosine at or above which a new memory is a duplicate of an existing "
+    "one (same names and numbers) and is not stored; exact duplicates after normalising case, "
+    "whitespace and end punctuation always are; off: never deduplicate.",
+    "CONFLICT_THRESHOLD": "Cosine at or above which a new memory sharing a cue with an "
+    "existing one but saying something else is reported in possible_conflicts (0.2 lower "
+    "when the new text says something changed: now, no longer, moved...).",
     "WEIGHT_SIMILARITY": "Recall score weight of similarity.",
     "WEIGHT_RECENCY": "Recall score weight of recency of access.",
     "WEIGHT_IMPORTANCE": "Recall score weight of importance.",

@@ -15,15 +15,15 @@ from smriti import validation
 from smriti.backup import SyncReport
 from smriti.config import Settings, validate_user
 from smriti.embedding import Embedder
-from smriti.engine import components
+from smriti.engine import components, versions
 from smriti.engine.background import Background
 from smriti.engine.consolidate import ConsolidationReport, consolidate
 from smriti.engine.gate import WriteGate
-from smriti.engine.recall import recall
+from smriti.engine.recall import RecallResults, recall
 from smriti.engine.store import StoreOutcome, store
 from smriti.errors import ConfigError, NotFound
 from smriti.logs import get_logger
-from smriti.model import Cue, Engram, RecallResult
+from smriti.model import Cue, Engram
 from smriti.plugins import Registry, create_plugin_manager
 from smriti.progress import ProgressArg
 from smriti.storage import StorageBackend
@@ -64,6 +64,7 @@ class Engine:
         self.backup = components.choose_backup(registry, settings, self.user)
         self._cue_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
+        self._content_locks = [threading.Lock() for _ in range(64)]
         self._writes = 0
         self._size = 0
         self._model_checked = False
@@ -169,9 +170,56 @@ class Engine:
         limit: object = 5,
         mode: object = "recall",
         memory_type: object = None,
-    ) -> list[RecallResult]:
-        """Recall memories (modes ``recall``, ``search``, ``list``)."""
-        return recall(self, query, limit, mode, memory_type)
+        tags: object = None,
+        tag_match: object = "any",
+        since: object = None,
+        until: object = None,
+        include_superseded: object = False,
+        cursor: object = None,
+    ) -> RecallResults:
+        """Recall memories (modes ``recall``, ``search``, ``list``), filtered by tags
+        (any, or all with ``tag_match="all"``), creation time (``since`` inclusive,
+        ``until`` exclusive, ISO 8601) and version (superseded memories only with
+        ``include_superseded``); ``cursor`` continues a ``list`` (``next_cursor``)."""
+        return recall(
+            self, query, limit, mode, memory_type, tags=tags, tag_match=tag_match,
+            since=since, until=until, include_superseded=include_superseded, cursor=cursor,
+        )  # fmt: skip
+
+    def get(self, memory_id: object) -> dict[str, Any]:
+        """One memory with its cues, associations and version chain."""
+        return versions.get(self, memory_id)
+
+    def correct(
+        self,
+        memory_id: object,
+        content: object,
+        importance: object = None,
+        tags: object = None,
+        new_memory_id: object = None,
+    ) -> dict[str, Any]:
+        """A new version of ``memory_id`` with ``content``; the old one is kept, marked
+        superseded (``smriti.engine.versions``)."""
+        return versions.correct(self, memory_id, content, importance, tags, new_memory_id)
+
+    def history(self, memory_id: object) -> dict[str, Any]:
+        """The versions of a memory, oldest first."""
+        return versions.history(self, memory_id)
+
+    def update(
+        self, memory_id: object, importance: object = None, tags: object = None
+    ) -> dict[str, Any]:
+        """Change a memory's importance and/or tags in place."""
+        return versions.update(self, memory_id, importance, tags)
+
+    def related(self, memory_id: object, limit: object = 10) -> dict[str, Any]:
+        """Memories linked to ``memory_id``, with relation and strength."""
+        return versions.related(self, memory_id, limit)
+
+    def content_lock(self, key: str) -> threading.Lock:
+        """One of a fixed set of locks, chosen by ``key``: stores of the same text pass
+        the duplicate check one at a time."""
+        return self._content_locks[hash(key) % len(self._content_locks)]
 
     def forget(self, memory_id: object) -> Engram:
         """Delete one of this user's memories; NotFound for unknown or foreign ids."""

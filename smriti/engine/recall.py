@@ -12,17 +12,20 @@ for memories gets the best available ones and is told why they may be fewer.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from smriti import validation
+from smriti.engine.cursor import decode, encode
 from smriti.engine.scoring import Weights, composite, recency, seed_cluster
-from smriti.errors import ProviderError
+from smriti.errors import InvalidInput, ProviderError
 from smriti.logs import get_logger
 from smriti.model import Engram, EngramUpdate, RecallResult, normalise_cue_name, utcnow
-from smriti.reads import Expand, Neighbourhood, Seeds, Seek
+from smriti.reads import Expand, Listing, Neighbourhood, Seeds, Seek, list_key
+from smriti.storage import unit
 
 if TYPE_CHECKING:
     from smriti.engine.core import Engine
@@ -48,8 +51,17 @@ MAX_HOPS = 2
 #: Candidates loaded and scored: POOL_PER_RESULT per requested result, at least POOL_MIN.
 POOL_PER_RESULT = 8
 POOL_MIN = 40
-#: How many more candidates are loaded when recall filters by memory type.
+#: How many more candidates are loaded when recall filters (by type, tags, dates).
 POOL_TYPED_FACTOR = 3
+#: Edge relations that say the source is a newer account than the target.
+CONTESTING = ("conflicts", "supersedes")
+
+
+#: Filtered recalls whose candidates are too few also score up to this many of the
+#: newest memories passing the filters (a tag few memories carry is then still found).
+FILTER_SCAN = 1000
+#: An older memory in conflict with a newer one in the same results ranks just below it.
+CONTESTED = 0.95
 
 
 class RecallResults(list[RecallResult]):
@@ -57,10 +69,12 @@ class RecallResults(list[RecallResult]):
 
     ``degraded`` is True when the embedder failed and the results come from the
     channels that need no embedding; ``warning`` then says what happened.
+    ``next_cursor`` continues a ``list`` when more memories may follow.
     """
 
     degraded: bool = False
     warning: str = ""
+    next_cursor: str | None = None
 
     def mark_degraded(self, warning: str) -> RecallResults:
         """Flag these results as coming from the embedding-free channels only."""
@@ -92,52 +106,114 @@ def recall(
     limit: object = 5,
     mode: object = "recall",
     memory_type: object = None,
+    *,
+    tags: object = None,
+    tag_match: object = "any",
+    since: object = None,
+    until: object = None,
+    include_superseded: object = False,
+    cursor: object = None,
 ) -> RecallResults:
     """Validate, then recall memories for ``query`` (list mode when it is blank).
 
-    Never fails because the embedder does: see the module docstring.
+    Every filter applies before the limit. Never fails because the embedder does: see
+    the module docstring.
     """
     text = validation.query(query)
     count = validation.limit(limit, engine.settings.max_recall_limit)
     how = validation.mode(mode)
-    kind = validation.memory_type(memory_type)
+    chosen = validation.tags(tags)
+    start, end = validation.moment(since, "since"), validation.moment(until, "until")
+    if start is not None and end is not None and start >= end:
+        raise InvalidInput(f"since ({start.isoformat()}) must be before until ({end.isoformat()})")
+    filters = Listing(
+        count,
+        memory_type=validation.memory_type(memory_type),
+        tags=tuple(chosen),
+        all_tags=validation.tag_match(tag_match) == "all",
+        since=start,
+        until=end,
+        include_superseded=validation.flag(include_superseded, "include_superseded"),
+    )
     if how == "list" or text is None:
-        return list_recent(engine, count, kind)
+        return list_recent(engine, filters, cursor)
+    if cursor not in (None, ""):
+        raise InvalidInput("cursor pages a list (mode=list or an empty query); drop it here")
     if how == "search":
-        return search(engine, text, count, kind)
-    return associative(engine, text, count, kind)
+        return search(engine, text, filters)
+    return associative(engine, text, filters)
 
 
-def list_recent(engine: Engine, limit: int, memory_type: str | None) -> RecallResults:
-    """Most recently accessed memories; score is recency. No access strengthening."""
+def list_recent(engine: Engine, filters: Listing, cursor: object = None) -> RecallResults:
+    """Most recently accessed memories; score is recency. No access strengthening.
+
+    One more than asked is read, so ``next_cursor`` is only set when a page follows.
+    """
     now = utcnow()
-    found = engine.backend.list_engrams(limit, memory_type)
-    return RecallResults(RecallResult(e, recency(e, now), "list", 0) for e in found)
+    after = decode(cursor, engine.user, filters)
+    found = engine.backend.list_page(replace(filters, limit=filters.limit + 1, after=after))
+    page = found[: filters.limit]
+    results = RecallResults(RecallResult(e, recency(e, now), "list", 0) for e in page)
+    if len(found) > filters.limit and page:
+        results.next_cursor = encode(list_key(page[-1]), engine.user, filters)
+    return results
 
 
-def search(engine: Engine, text: str, limit: int, memory_type: str | None) -> RecallResults:
+def search(engine: Engine, text: str, filters: Listing) -> RecallResults:
     """Vector-only search; score is cosine similarity, at least VECTOR_FLOOR.
 
     No access strengthening. When the embedder fails, the lexical channel answers
     instead (match_type ``lexical``, score relative to the best lexical hit) and the
     results are marked degraded.
     """
+    limit, kind = filters.limit, filters.memory_type
+    k = limit * POOL_TYPED_FACTOR if filters.is_filtered() else limit
     try:
         vector = engine.embed([text])[0]
     except ProviderError as exc:
         warning = outage_warning(exc)
         log.warning("embedding failed; search falls back to lexical matching", error=str(exc))
-        seeds = engine.backend.seek(Seek(k=limit, text=text, memory_type=memory_type))
-        return _loaded(engine, _normalised(seeds.text), "lexical").mark_degraded(warning)
-    query = Seek(k=limit, vector=vector, vector_floor=VECTOR_FLOOR, memory_type=memory_type)
+        seeds = engine.backend.seek(Seek(k=k, text=text, memory_type=kind))
+        found = _loaded(engine, _normalised(seeds.text), "lexical", filters)
+        return found.mark_degraded(warning)
+    query = Seek(k=k, vector=vector, vector_floor=VECTOR_FLOOR, memory_type=kind)
     hits = {i: _cosine(s) for i, s in engine.backend.seek(query).vector}
-    return _loaded(engine, hits, "vector")
+    results = _loaded(engine, hits, "vector", filters)
+    if len(results) < limit and _narrow(filters):
+        extra = {i: c.similarity for i, c in scan(engine, vector, filters, hits).items()}
+        results = _loaded(engine, {**hits, **extra}, "vector", filters)
+        results.sort(key=lambda r: (-r.score, r.engram.id))
+    return RecallResults(results[:limit])
 
 
-def _loaded(engine: Engine, hits: dict[str, float], match: str) -> RecallResults:
-    """``hits`` (id → score, best first) as results, in the same order."""
-    by_id = {e.id: e for e in engine.backend.get_engrams(list(hits))}
-    return RecallResults(RecallResult(by_id[i], s, match, 0) for i, s in hits.items() if i in by_id)
+def _loaded(engine: Engine, hits: dict[str, float], match: str, filters: Listing) -> RecallResults:
+    """``hits`` (id → score, best first) that pass ``filters``, as results in the same
+    order, at most ``filters.limit``."""
+    by_id = {e.id: e for e in engine.backend.get_engrams(list(hits), embeddings=False)}
+    chosen = [i for i in hits if i in by_id and filters.matches(by_id[i])]
+    return RecallResults(RecallResult(by_id[i], hits[i], match, 0) for i in chosen[: filters.limit])
+
+
+def _narrow(filters: Listing) -> bool:
+    """Whether ``filters`` may leave few of the usual candidates: tags or dates."""
+    return bool(filters.tags) or filters.since is not None or filters.until is not None
+
+
+def scan(
+    engine: Engine, vector: np.ndarray, filters: Listing, have: Mapping[str, object]
+) -> dict[str, Candidate]:
+    """Candidates from the newest FILTER_SCAN memories passing ``filters``, by cosine
+    similarity to the query (at least VECTOR_FLOOR), leaving out ids in ``have``."""
+    listed = engine.backend.list_page(replace(filters, limit=FILTER_SCAN, after=None))
+    query = unit(vector)
+    out: dict[str, Candidate] = {}
+    for e in listed:
+        if e.id in have or e.embedding is None:
+            continue
+        sim = _cosine(float(unit(e.embedding) @ query))
+        if sim >= VECTOR_FLOOR:
+            out[e.id] = Candidate(sim, "vector", 0)
+    return out
 
 
 def _cosine(score: float) -> float:
@@ -145,12 +221,13 @@ def _cosine(score: float) -> float:
     return max(-1.0, min(1.0, float(score)))
 
 
-def associative(engine: Engine, text: str, limit: int, memory_type: str | None) -> RecallResults:
+def associative(engine: Engine, text: str, filters: Listing) -> RecallResults:
     """The full multi-stage recall, then access strengthening of what is returned.
 
     When the embedder fails, the vector channel and cue-embedding matching are skipped
     and the rest runs as usual; the results are then marked degraded.
     """
+    limit, memory_type = filters.limit, filters.memory_type
     names = sorted(
         {normalise_cue_name(c.name) for c in engine.extractor.extract(text, query=True).cues}
     )
@@ -179,8 +256,12 @@ def associative(engine: Engine, text: str, limit: int, memory_type: str | None) 
     _merge(found, cue_hits(seeds), "cue", 0)
     _merge(found, {i: _cosine(s) for i, s in seeds.vector}, "vector", 0)
     _merge(found, _normalised(seeds.text), "lexical", 0)
-    expand(engine, found)
-    results = RecallResults(rank(engine, found, limit, memory_type))
+    contested = expand(engine, found)
+    if vectors is not None and _narrow(filters):
+        pool = load_pool(engine, found, filters)
+        if len(pool) < limit:
+            found.update(scan(engine, vectors[0], filters, found))
+    results = RecallResults(rank(engine, found, filters, contested))
     return results.mark_degraded(warning) if warning else results
 
 
@@ -216,17 +297,24 @@ def _merge(found: dict[str, Candidate], scores: dict[str, float], match: str, ho
             found[eid] = Candidate(sim, match, hop)
 
 
-def expand(engine: Engine, found: dict[str, Candidate]) -> None:
-    """Add up to MAX_HOPS hops over associations (both directions) and shared cues."""
+def expand(engine: Engine, found: dict[str, Candidate]) -> set[tuple[str, str]]:
+    """Add up to MAX_HOPS hops over associations (both directions) and shared cues.
+
+    Returns the (newer, older) pairs of the ``conflicts`` and ``supersedes`` edges seen
+    on the way, for ``rank`` (edges with strength 1.0, so always among those read).
+    """
+    contested: set[tuple[str, str]] = set()
     frontier = _top(found, 0)
     for hop in range(1, MAX_HOPS + 1):
         if not frontier:
-            return
+            return contested
         around = engine.backend.neighbourhood(
             Expand(frontier, HOP_EDGES, HOP_CUE_MAX_DEGREE, HOP_CUE_MAX_DEGREE)
         )
         reached: dict[str, float] = {}
         for edge in around.associations:
+            if edge.relation_type in CONTESTING:
+                contested.add((edge.source_id, edge.target_id))
             for here, there in ((edge.source_id, edge.target_id), (edge.target_id, edge.source_id)):
                 if here in frontier and there not in found:
                     sim = found[here].similarity * edge.strength
@@ -235,6 +323,7 @@ def expand(engine: Engine, found: dict[str, Candidate]) -> None:
             reached[there] = max(reached.get(there, 0.0), sim)
         _merge(found, reached, "association", hop)
         frontier = _top(found, hop)
+    return contested
 
 
 def shared_cue_hops(around: Neighbourhood, found: dict[str, Candidate]) -> dict[str, float]:
@@ -262,45 +351,54 @@ def _top(found: dict[str, Candidate], hop: int) -> list[str]:
 
 
 def rank(
-    engine: Engine, found: dict[str, Candidate], limit: int, memory_type: str | None
+    engine: Engine,
+    found: dict[str, Candidate],
+    filters: Listing,
+    contested: set[tuple[str, str]] = frozenset(),  # type: ignore[assignment]
 ) -> list[RecallResult]:
-    """Score candidates, keep the best ``limit`` of the right type, strengthen them."""
-    engrams = load_pool(engine, found, limit, memory_type)
+    """Score candidates, keep the best ``limit`` passing the filters, strengthen them.
+
+    Of two memories in conflict (or a version and its correction, when superseded ones
+    are asked for), the newer ranks first: the older one's score is capped just below.
+    """
+    engrams = load_pool(engine, found, filters)
     now = utcnow()
     weights = Weights.from_settings(engine.settings)
     seed = seed_cluster(engrams[i] for i, c in found.items() if c.hop == 0 and i in engrams)
-    results = [
-        RecallResult(
+    results = {
+        i: RecallResult(
             e,
             composite(e, found[i].similarity, found[i].hop, seed, now, weights),
             found[i].match_type,
             found[i].hop,
         )
         for i, e in engrams.items()
-    ]
-    results.sort(key=lambda r: (-r.score, r.hop, r.engram.id))
-    chosen = results[:limit]
+    }
+    for newer, older in contested:
+        if newer in results and older in results:
+            top = results[newer].score
+            if results[older].score >= top:
+                results[older].score = top * CONTESTED
+    ranked = sorted(results.values(), key=lambda r: (-r.score, r.hop, r.engram.id))
+    chosen = ranked[: filters.limit]
     strengthen(engine, [r.engram for r in chosen], now)
     return chosen
 
 
-def load_pool(
-    engine: Engine, found: dict[str, Candidate], limit: int, memory_type: str | None
-) -> dict[str, Engram]:
-    """Load the most promising candidates (by similarity per hop) of the right type.
+def load_pool(engine: Engine, found: dict[str, Candidate], filters: Listing) -> dict[str, Engram]:
+    """Load the most promising candidates (by similarity per hop) passing ``filters``.
 
     One ``get_engrams`` call (one round trip on a server backend): a candidate far down
-    this order cannot win on recency, importance and decay alone. With a
-    ``memory_type`` filter, POOL_TYPED_FACTOR times as many are loaded, since cue and
-    hop candidates are not filtered by type before this.
+    this order cannot win on recency, importance and decay alone. With a filter,
+    POOL_TYPED_FACTOR times as many are loaded, since cue and hop candidates are not
+    filtered before this.
     """
-    size = max(POOL_MIN, POOL_PER_RESULT * limit)
+    size = max(POOL_MIN, POOL_PER_RESULT * filters.limit)
     order = sorted(found, key=lambda i: (-found[i].similarity / (1 + found[i].hop), i))
-    wanted = order[: size * (POOL_TYPED_FACTOR if memory_type is not None else 1)]
+    typed = filters.memory_type is not None or filters.is_filtered()
+    wanted = order[: size * (POOL_TYPED_FACTOR if typed else 1)]
     loaded = {
-        e.id: e
-        for e in engine.backend.get_engrams(wanted, embeddings=False)
-        if memory_type is None or e.memory_type == memory_type
+        e.id: e for e in engine.backend.get_engrams(wanted, embeddings=False) if filters.matches(e)
     }
     chosen = [i for i in wanted if i in loaded][:size]
     return {i: loaded[i] for i in chosen}

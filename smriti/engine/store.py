@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from smriti import validation
+from smriti.engine import duplicates
 from smriti.errors import ProviderError
 from smriti.model import (
     MEMORY_TYPES,
@@ -16,6 +17,8 @@ from smriti.model import (
     Cue,
     CueRef,
     Engram,
+    EngramUpdate,
+    Extraction,
     new_id,
     normalise_cue_name,
     utcnow,
@@ -31,11 +34,18 @@ MAX_CUE_CHARS = 120
 
 @dataclass(slots=True)
 class StoreOutcome:
-    """The stored engram, its cues and how many associations it got."""
+    """The stored engram, its cues and how many associations it got.
+
+    ``deduplicated``: nothing was written; ``engram`` is the existing memory the content
+    duplicates, strengthened. ``conflicts``: (engram, cosine) of existing memories that
+    may say something else about the same thing (``smriti.engine.duplicates``).
+    """
 
     engram: Engram
     cues: list[Cue] = field(default_factory=list)
     associations: int = 0
+    deduplicated: bool = False
+    conflicts: list[tuple[Engram, float]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
         """The tool-facing representation."""
@@ -51,6 +61,12 @@ class StoreOutcome:
             "cues": [{"name": c.name, "type": c.cue_type} for c in self.cues],
             "associations": self.associations,
             "cluster_id": e.cluster_id,
+            "supersedes": e.supersedes,
+            "deduplicated": self.deduplicated,
+            "possible_conflicts": [
+                {"id": c.id, "summary": c.summary, "similarity": round(sim, 4)}
+                for c, sim in self.conflicts
+            ],
         }
 
 
@@ -68,6 +84,15 @@ def clean_cues(refs: list[CueRef], tags: list[str]) -> list[CueRef]:
     return list(out.values())
 
 
+@dataclass(slots=True, frozen=True)
+class Correction:
+    """What a store that corrects ``old`` adds: the version link and carried edges."""
+
+    old: Engram
+    #: Edges from the new version, besides its own association search's.
+    edges: tuple[Association, ...] = ()
+
+
 def store(
     engine: Engine,
     content: object,
@@ -75,6 +100,7 @@ def store(
     tags: object = None,
     source: object = None,
     memory_id: object = None,
+    correction: Correction | None = None,
 ) -> StoreOutcome:
     """Validate, then remember ``content``; a failure leaves nothing stored.
 
@@ -83,6 +109,11 @@ def store(
     answering) finds the memory already there and returns it instead of storing it
     twice; the id is checked before anything is written, and the memory is written
     atomically, so either the first attempt is seen whole or the second one stores it.
+
+    Content that duplicates an existing memory is not stored again: the existing one is
+    strengthened and returned with ``deduplicated`` (``smriti.engine.duplicates``). A
+    ``correction`` (``smriti.engine.versions``) is never a duplicate: it becomes a new
+    version of ``correction.old``.
     """
     text = validation.content(content, engine.settings.max_content_chars)
     weight = validation.importance(importance)
@@ -95,7 +126,33 @@ def store(
     extraction = engine.extractor.extract(text)
     refs = clean_cues(extraction.cues, tag_list)
     vector, cues = embed_memory(engine, text, refs)
+    with engine.content_lock(duplicates.normalised_text(text)):
+        hits = nearest(engine, vector)
+        if correction is not None:
+            hits = [(i, sim) for i, sim in hits if i != correction.old.id]
+            found = duplicates.Neighbours(hits, {})
+        else:
+            specific = [r.name for r in refs if r.cue_type != "context"]
+            found = duplicates.examine(engine, text, hits, specific)
+            if found.duplicate is not None:
+                return deduplicated(engine, found.duplicate, weight, tag_list)
+        return _write(engine, text, weight, tag_list, origin, chosen_id, extraction, vector,
+                      cues, found, correction)  # fmt: skip
 
+
+def _write(
+    engine: Engine,
+    text: str,
+    weight: float,
+    tag_list: list[str],
+    origin: str,
+    chosen_id: str,
+    extraction: Extraction,
+    vector: np.ndarray,
+    cues: list[Cue],
+    found: duplicates.Neighbours,
+    correction: Correction | None,
+) -> StoreOutcome:
     now = utcnow()
     memory_type = extraction.memory_type if extraction.memory_type in MEMORY_TYPES else "semantic"
     engram = Engram(
@@ -110,17 +167,63 @@ def store(
         source=origin,
         tags=tag_list,
         cluster_id=UNASSIGNED_CLUSTER,
+        supersedes=correction.old.id if correction is not None else "",
     )
+    conflicts = found.conflicts or []
 
     def search() -> tuple[list[Association], int]:
-        found, cluster = associate(engine, vector)
-        edges = [Association(engram.id, target, sim, "semantic", now) for target, sim in found]
-        return edges, cluster
+        linked, cluster = associate(engine, found.hits)
+        edges = {t: Association(engram.id, t, sim, "semantic", now) for t, sim in linked}
+        for other, _ in conflicts:
+            edges[other.id] = Association(engram.id, other.id, 1.0, "conflicts", now)
+        if correction is not None:
+            for edge in correction.edges:
+                edges.setdefault(edge.target_id, replace(edge, source_id=engram.id, created_at=now))
+            old = correction.old
+            edges[old.id] = Association(engram.id, old.id, 1.0, "supersedes", now)
+            if cluster == UNASSIGNED_CLUSTER:
+                cluster = old.cluster_id
+        return list(edges.values()), cluster
 
     # The backend may run the search while it writes the rest of the memory.
     stored = engine.backend.add_memory_with_search(engram, cues, search)
     engine.after_write(stored.cues)
-    return StoreOutcome(stored.engram, stored.cues, stored.associations)
+    return StoreOutcome(stored.engram, stored.cues, stored.associations, conflicts=conflicts)
+
+
+def deduplicated(engine: Engine, existing: Engram, weight: float, tags: list[str]) -> StoreOutcome:
+    """Strengthen ``existing`` as a recall would, raise its importance to ``weight`` and
+    add ``tags``; nothing new is stored."""
+    now = utcnow()
+    merged = list(dict.fromkeys([*existing.tags, *tags]))
+    update = EngramUpdate(
+        existing.id,
+        access_count=existing.access_count + 1,
+        last_accessed_at=now,
+        decay_factor=min(1.0, existing.decay_factor + 0.05),
+        importance=max(existing.importance, weight) if weight > existing.importance else None,
+        tags=merged if merged != existing.tags else None,
+    )
+    engine.backend.update_engrams([update])
+    engine.dirty.set()
+    changed = existing.with_changes(
+        access_count=update.access_count,
+        last_accessed_at=now,
+        decay_factor=update.decay_factor,
+        importance=max(existing.importance, weight),
+        tags=merged,
+    )
+    outcome = stored_outcome(engine, existing.id) or StoreOutcome(changed)
+    outcome.engram = changed
+    outcome.deduplicated = True
+    return outcome
+
+
+def nearest(engine: Engine, vector: np.ndarray) -> list[tuple[str, float]]:
+    """The new memory's nearest existing memories above the lowest bar any check needs."""
+    k = max(engine.settings.association_top_k, duplicates.NEIGHBOURS)
+    hits = engine.backend.vector_search_above(vector, k, duplicates.floor(engine))
+    return [(eid, float(score)) for eid, score in hits]
 
 
 def stored_outcome(engine: Engine, memory_id: str) -> StoreOutcome | None:
@@ -131,9 +234,7 @@ def stored_outcome(engine: Engine, memory_id: str) -> StoreOutcome | None:
     around = engine.backend.neighbourhood(
         Expand([memory_id], engine.settings.association_top_k, 0, 0)
     )
-    cue_ids = {link.cue_id for link in around.links}
-    # Rare (a retried request), so a scan beats a lookup every backend would need.
-    cues = [c for c in engine.backend.iter_cues() if c.id in cue_ids] if cue_ids else []
+    cues = engine.backend.get_cues_by_id(list({link.cue_id for link in around.links}))
     outgoing = sum(1 for a in around.associations if a.source_id == memory_id)
     return StoreOutcome(found[0], cues, outgoing)
 
@@ -163,13 +264,14 @@ def embed_memory(engine: Engine, text: str, refs: list[CueRef]) -> tuple[np.ndar
     return vectors[0], cues
 
 
-def associate(engine: Engine, vector: np.ndarray) -> tuple[list[tuple[str, float]], int]:
-    """Top-k similar engrams above the threshold, and the strongest one's cluster."""
+def associate(engine: Engine, hits: list[tuple[str, float]]) -> tuple[list[tuple[str, float]], int]:
+    """The top-k of ``hits`` above the association threshold, and the strongest one's
+    cluster."""
     s = engine.settings
     if s.association_top_k == 0:
         return [], UNASSIGNED_CLUSTER
-    hits = engine.backend.vector_search_above(vector, s.association_top_k, s.association_threshold)
-    links = [(eid, float(score)) for eid, score in hits if score > s.association_threshold]
+    links = [(eid, sim) for eid, sim in hits if sim > s.association_threshold]
+    links = links[: s.association_top_k]
     if not links:
         return [], UNASSIGNED_CLUSTER
     strongest = engine.backend.get_engrams([links[0][0]])

@@ -1,0 +1,138 @@
+"""Duplicates and conflicts of a memory being stored, found without an LLM.
+
+Both come from the store's own nearest-neighbour search (the one that makes its
+associations), so they cost no extra vector search:
+
+- a **duplicate** is the same text after normalising case, whitespace and end
+  punctuation, or a neighbour at or above ``DEDUP_THRESHOLD`` cosine that also names the
+  same things in the same order (capitalised names, numbers and negations): "the
+  deadline is March 5" and "... March 12" are close in meaning but not the same fact.
+  The store then writes nothing and strengthens the existing memory instead.
+- a **possible conflict** is a neighbour at or above ``CONFLICT_THRESHOLD`` that shares
+  a cue with the new memory but is not a duplicate: the same subject, said differently.
+  Text that announces a change ("now", "no longer", "moved to") lowers the bar by
+  ``CHANGE_BONUS``: "I now live in Berlin, I left Paris" is further from "I live in
+  Paris" than its meaning suggests. Conflicts are reported to the caller and stored as
+  ``conflicts`` associations, so recall can rank the newer memory first.
+
+Superseded memories are neither: they already have a newer version.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from smriti.model import Engram
+from smriti.reads import Expand
+
+if TYPE_CHECKING:
+    from smriti.engine.core import Engine
+
+#: How much lower the conflict threshold is for text that announces a change.
+CHANGE_BONUS = 0.2
+#: Neighbours looked at for duplicates and conflicts.
+NEIGHBOURS = 10
+CONFLICTS_REPORTED = 5
+
+_CHANGE = re.compile(
+    r"\b(now|no longer|not anymore|anymore|any more|moved|changed|switched|instead|"
+    r"actually|left|replaced|updated|correction|no more|stopped|became|from now on)\b",
+    re.IGNORECASE,
+)
+_NAMES = re.compile(r"\b(?:[A-Z][\w'-]*|\w*\d[\w.:/-]*)")
+_NEGATION = re.compile(r"\b(?:not|no|never|none|nothing|without|\w+n't)\b", re.IGNORECASE)
+_END = re.compile(r"[\s.!?;,:]+$")
+
+
+def normalised_text(text: str) -> str:
+    """The duplicate key: NFKC, case-folded, whitespace collapsed, end punctuation off."""
+    folded = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    return _END.sub("", folded)
+
+
+def names_and_numbers(text: str) -> tuple[str, ...]:
+    """What a near-duplicate must repeat, in order: capitalised words (not sentence-
+    initial), tokens with digits and negations, case-folded. Order counts ("Alice paid
+    Bob" is not "Bob paid Alice"), and so does a "not"."""
+    found: list[str] = []
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", text.strip()):
+        for i, match in enumerate(_NAMES.finditer(sentence)):
+            token = match.group(0).rstrip(".:/-")
+            digits = any(ch.isdigit() for ch in token)
+            if digits or (len(token) > 1 and (i > 0 or match.start() > 0)):
+                found.append(token.casefold())
+        found += [m.group(0).casefold() for m in _NEGATION.finditer(sentence)]
+    return tuple(found)
+
+
+def announces_change(text: str) -> bool:
+    """True when the text says something changed ("now", "no longer", "moved" ...)."""
+    return bool(_CHANGE.search(text))
+
+
+@dataclass(slots=True)
+class Neighbours:
+    """What the store learned about a new memory's nearest existing memories."""
+
+    #: (engram id, cosine) above the lowest threshold in play, best first.
+    hits: list[tuple[str, float]]
+    engrams: dict[str, Engram]
+    duplicate: Engram | None = None
+    #: (engram, cosine) of possible conflicts, best first.
+    conflicts: list[tuple[Engram, float]] | None = None
+
+
+def floor(engine: Engine) -> float:
+    """The lowest cosine any of the checks (or the associations) needs."""
+    s = engine.settings
+    bars = [s.association_threshold, s.conflict_threshold - CHANGE_BONUS]
+    if s.dedup_threshold is not None:
+        bars.append(min(s.dedup_threshold, 0.999))
+    return max(-1.0, min(bars))
+
+
+def examine(
+    engine: Engine, text: str, hits: list[tuple[str, float]], cue_names: list[str]
+) -> Neighbours:
+    """Find a duplicate of ``text`` among ``hits``, else its possible conflicts."""
+    s = engine.settings
+    near = [
+        (i, sim)
+        for i, sim in hits
+        if sim >= s.conflict_threshold - CHANGE_BONUS
+        or (s.dedup_threshold is not None and sim >= min(s.dedup_threshold, 0.999))
+    ]
+    found = Neighbours(hits, {})
+    if not near:
+        return found
+    loaded = engine.backend.get_engrams([i for i, _ in near], embeddings=False)
+    found.engrams = {e.id: e for e in loaded if not e.is_superseded}
+    current = [(found.engrams[i], sim) for i, sim in near if i in found.engrams]
+    if s.dedup_threshold is not None:
+        key, names = normalised_text(text), names_and_numbers(text)
+        for e, sim in current:
+            same_text = normalised_text(e.content) == key
+            if same_text or (sim >= s.dedup_threshold and names_and_numbers(e.content) == names):
+                found.duplicate = e
+                return found
+    bar = s.conflict_threshold - (CHANGE_BONUS if announces_change(text) else 0.0)
+    close = [(e, sim) for e, sim in current if sim >= bar]
+    found.conflicts = _sharing_cues(engine, close, cue_names)[:CONFLICTS_REPORTED]
+    return found
+
+
+def _sharing_cues(
+    engine: Engine, close: list[tuple[Engram, float]], cue_names: list[str]
+) -> list[tuple[Engram, float]]:
+    """The ``close`` engrams that are encoded by at least one of ``cue_names``."""
+    if not close or not cue_names:
+        return []
+    known = {c.id for c in engine.backend.get_cues(cue_names)}
+    if not known:
+        return []
+    around = engine.backend.neighbourhood(Expand([e.id for e, _ in close], 0, 0, 0))
+    sharing = {link.engram_id for link in around.links if link.cue_id in known}
+    return [(e, sim) for e, sim in close if e.id in sharing]
