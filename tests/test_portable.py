@@ -10,6 +10,7 @@ import shutil
 import socket
 import time
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from smriti.portable import (
     import_store,
     read_header,
 )
-from smriti.portable.format import decode_vector
+from smriti.portable.format import VERSION_FIELDS, decode_vector
 from smriti.progress import Progress
 from smriti.storage import StorageBackend, unit
 from smriti.testing.backup_suite import memory_texts
@@ -425,3 +426,156 @@ def test_engram_dataclass_round_trips_through_records() -> None:
     assert back.embedding is not None and engram.embedding is not None
     np.testing.assert_array_equal(back.embedding, engram.embedding)
     assert back.with_changes(embedding=None) == engram.with_changes(embedding=None)
+
+
+# -- versions (format 2) -------------------------------------------------------------------
+def _version_chain(engine: Engine) -> tuple[list[str], str]:
+    """Three versions of one memory (each correcting the previous) plus an unrelated one
+    that conflicts with the last, linked the way a correction links them. Returns the
+    chain's ids, oldest first, and the unrelated id."""
+    from smriti.model import Association
+    from smriti.testing.builders import T0, GraphBuilder
+
+    build = GraphBuilder(engine.embedder.dims)
+    t1 = T0 + timedelta(hours=1, microseconds=4000)
+    t2 = T0 + timedelta(hours=2, microseconds=9000)
+    chain = [
+        build.engram(1, superseded_by="e00002", superseded_at=t1),
+        build.engram(2, supersedes="e00001", superseded_by="e00003", superseded_at=t2),
+        build.engram(3, supersedes="e00002"),
+    ]
+    other = build.engram(4)
+    edges = [
+        Association("e00002", "e00001", 1.0, "supersedes", t1),
+        Association("e00003", "e00002", 1.0, "supersedes", t2),
+        Association("e00003", "e00004", 0.8, "conflicts", t2),
+        Association("e00004", "e00001", 0.4, "semantic", t2),
+    ]
+    engine.backend.import_records([*chain, other], [], [], edges, [])
+    return [e.id for e in chain], other.id
+
+
+def test_a_version_chain_and_its_relations_round_trip(
+    engine_factory: EngineFactory, tmp_path: Path
+) -> None:
+    alice = engine_factory("alice")
+    chain, other = _version_chain(alice)
+    path = tmp_path / "alice.jsonl"
+    export_store(alice, path)
+    assert read_header(path)["version"] == VERSION == 2
+    records = {r["id"]: r for r in lines(path) if r["kind"] == "engram"}
+    assert "supersedes" not in records[chain[0]] and "superseded_by" not in records[chain[2]]
+    assert records[chain[1]]["supersedes"] == chain[0]
+    assert records[chain[1]]["superseded_by"] == chain[2]
+    assert records[chain[1]]["superseded_at"].endswith("+00:00")
+    assert not set(VERSION_FIELDS) & set(records[other]), "unset fields were written"
+    bob = engine_factory("bob")
+    import_store(bob, path)
+    assert canonical_hash(bob) == canonical_hash(alice)
+    want = {e.id: e for e in alice.backend.get_engrams(chain)}
+    for got in bob.backend.get_engrams(chain):
+        e = want[got.id]
+        assert (got.supersedes, got.superseded_by) == (e.supersedes, e.superseded_by)
+        assert got.superseded_at == e.superseded_at
+    assert [(x.supersedes, x.superseded_by) for x in (want[i] for i in chain)] == [
+        ("", chain[1]), (chain[0], chain[2]), (chain[1], ""),
+    ]  # fmt: skip
+    relations = {
+        (a.source_id, a.target_id): a.relation_type
+        for a in bob.backend.iter_associations()
+        if a.relation_type in ("supersedes", "conflicts")
+    }
+    assert relations == {
+        (chain[1], chain[0]): "supersedes",
+        (chain[2], chain[1]): "supersedes",
+        (chain[2], other): "conflicts",
+    }
+
+
+def test_canonical_hash_sees_supersession(engine_factory: EngineFactory, tmp_path: Path) -> None:
+    alice = engine_factory("alice")
+    chain, other = _version_chain(alice)
+    path = tmp_path / "alice.jsonl"
+    export_store(alice, path)
+    bob = engine_factory("bob")
+    import_store(bob, path)
+    want = canonical_hash(alice)
+    assert canonical_hash(bob) == want
+    at = datetime(2025, 1, 2, tzinfo=UTC)
+    bob.backend.update_engrams([EngramUpdate(other, superseded_by=chain[2], superseded_at=at)])
+    assert canonical_hash(bob) != want, "two replicas differing in supersession hashed equal"
+
+
+def test_engram_digest_covers_each_version_field() -> None:
+    from smriti.portable.canonical import engram_digest
+    from smriti.testing.builders import GraphBuilder
+
+    e = GraphBuilder(8).engram(1)
+    at = datetime(2025, 1, 2, tzinfo=UTC)
+    variants = [
+        e,
+        e.with_changes(supersedes="e00000"),
+        e.with_changes(superseded_by="e00002", superseded_at=at),
+        e.with_changes(superseded_by="e00003", superseded_at=at),
+        e.with_changes(superseded_by="e00002", superseded_at=at + timedelta(milliseconds=1)),
+    ]
+    assert len({engram_digest(v) for v in variants}) == len(variants)
+    # The merge orders versions without the successor, and so without changing the
+    # digest of a memory never corrected.
+    assert engram_digest(variants[2], versions=False) == engram_digest(e)
+
+
+def _version_1_file(path: Path, engrams: list[Engram], model: str | None) -> None:
+    """An export file exactly as a Smriti of format version 1 wrote it."""
+    from smriti.portable.format import encode_vector, ts
+
+    rows: list[dict[str, Any]] = [{
+        "kind": "header", "format": FORMAT, "version": 1, "user": "old", "embedding_model":
+        model, "dims": engrams[0].embedding.size, "vector_encoding": "base64-float32-le",  # type: ignore[union-attr]
+        "counts": {}, "created_at": "2025-06-01T10:00:00+00:00", "smriti": "0.9.0",
+    }]  # fmt: skip
+    for e in engrams:
+        rows.append({
+            "kind": "engram", "id": e.id, "content": e.content, "summary": e.summary,
+            "memory_type": e.memory_type, "importance": e.importance,
+            "access_count": e.access_count, "created_at": ts(e.created_at),
+            "last_accessed_at": ts(e.last_accessed_at), "decay_factor": e.decay_factor,
+            "source": e.source, "tags": e.tags, "cluster_id": e.cluster_id,
+            "embedding": encode_vector(e.embedding),
+        })  # fmt: skip
+    rows.append({
+        "kind": "association", "source_id": engrams[1].id, "target_id": engrams[0].id,
+        "strength": 0.5, "relation_type": "semantic", "created_at": None,
+    })  # fmt: skip
+    counts = {"engrams": len(engrams), "cues": 0, "links": 0, "associations": 1,
+              "cooccurrences": 0}  # fmt: skip
+    rows.append({"kind": "trailer", "counts": counts})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def test_a_version_1_file_still_imports_with_the_defaults(
+    engine_factory: EngineFactory, tmp_path: Path
+) -> None:
+    from smriti.portable.format import dumps, engram_record
+    from smriti.portable.merge import merge_snapshot, read_snapshot
+    from smriti.testing.builders import GraphBuilder
+
+    bob = engine_factory("bob")
+    built = [GraphBuilder(bob.embedder.dims).engram(i) for i in range(3)]
+    path = tmp_path / "old.jsonl"
+    _version_1_file(path, built, bob.embedder.model_id)
+    old_lines = path.read_text(encoding="utf-8").splitlines()[1:4]
+    assert all("supersede" not in line for line in old_lines)
+    report = import_store(bob, path)
+    assert report.counts["engrams"] == 3 and not report.re_embedded
+    got = sorted(bob.backend.get_engrams([e.id for e in built]), key=lambda e: e.id)
+    assert [e.id for e in got] == [e.id for e in built]
+    assert {(e.supersedes, e.superseded_by, e.superseded_at) for e in got} == {("", "", None)}
+    assert [e.tags for e in got] == [e.tags for e in built]
+    snapshot = read_snapshot(path)  # backups read old snapshots too
+    assert {e.superseded_by for e in snapshot.engrams.values()} == {""}
+    assert not merge_snapshot(bob, snapshot).changed
+    # A memory never corrected is written exactly as version 1 wrote it (same line,
+    # so an upgraded machine's unchanged store matches its old snapshot's digest).
+    for e, line in zip(built, old_lines, strict=True):
+        assert list(json.loads(dumps(engram_record(e))).items()) == list(json.loads(line).items())

@@ -2,10 +2,11 @@
 
 The file is UTF-8 JSON Lines, one JSON object per line, each with a ``kind``:
 
-1. ``header``: ``{"kind": "header", "format": "smriti-export", "version": 1, "user",
+1. ``header``: ``{"kind": "header", "format": "smriti-export", "version": 2, "user",
    "embedding_model", "dims", "vector_encoding", "counts", "created_at", "smriti"}``.
    ``counts`` are the store's counts when the export started.
-2. ``engram`` records (every property; ``embedding`` see below), then ``cue`` records,
+2. ``engram`` records (every property; ``embedding`` see below; the version fields
+   see below), then ``cue`` records,
    then ``link`` (EncodedBy: ``engram_id``, ``cue_id``, ``strength``), ``association``
    (AssociatedWith: ``source_id``, ``target_id``, ``strength``, ``relation_type``,
    ``created_at``), ``cooccurrence`` (CoOccurs between cue ids) and ``meta`` records.
@@ -17,8 +18,18 @@ The file is UTF-8 JSON Lines, one JSON object per line, each with a ``kind``:
 Forgotten memories travel as ``tombstone`` records right after the header (``{"kind":
 "tombstone", "id", "type": "forget" | "prune", "at"[, "last_accessed_at",
 "access_count"]}``, see ``smriti.portable.tombstones``): an import records them and
-neither loads nor keeps a memory they kill. The format version stays 1: files without
-tombstones are read as before, and older readers skip the kind with a warning.
+neither loads nor keeps a memory they kill. Files without tombstones are read as
+before, and older readers skip the kind with a warning.
+
+Version 2 added the version chain of a correction: an engram record carries
+``supersedes`` (the id of the memory it corrected), ``superseded_by`` (the id of the
+memory that corrected it) and ``superseded_at`` (when, ISO 8601), each written only when
+set. A memory never corrected therefore has the same line as in version 1 (an upgraded
+machine's unchanged store exports its old snapshot's body digest exactly), and a version
+1 file imports with the defaults (``""``, ``""``, None). The version number went up
+anyway so that a Smriti that reads only version 1 refuses a version 2 file ("upgrade
+smriti") instead of importing superseded memories as current ones. Associations of any
+``relation_type`` (``supersedes`` and ``conflicts`` included) travel unchanged.
 ``smriti.portable.merge`` merges a file into a non-empty store with rules that make
 machines converge (backups use it before every push).
 

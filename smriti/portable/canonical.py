@@ -23,7 +23,8 @@ def canonical_hash(source: Engine | StorageBackend) -> str:
     """SHA-256 (hex) of a canonical serialisation of the user's whole graph.
 
     Two stores with the same memories give the same hash, whatever the backend, the
-    user name or the order records come back in: engrams by id with every property
+    user name or the order records come back in: engrams by id with every property,
+    the version fields ``supersedes``/``superseded_by``/``superseded_at`` included
     (floats rounded to 6 decimals, timestamps to milliseconds, embeddings quantised
     to 1e-5), cues by name (cue ids are internal and may differ after a merge),
     EncodedBy edges as (engram id, cue name, strength), AssociatedWith edges as
@@ -82,9 +83,15 @@ def _vector_digest(vector: np.ndarray | None) -> str | None:
     return hashlib.sha256(q.tobytes()).hexdigest()
 
 
-def engram_digest(e: Engram) -> str:
-    """SHA-256 (hex) of every property of ``e`` in canonical form (see canonical_hash)."""
-    fields = [
+def engram_digest(e: Engram, *, versions: bool = True) -> str:
+    """SHA-256 (hex) of every property of ``e`` in canonical form (see canonical_hash).
+
+    ``versions=False`` leaves out ``superseded_by``/``superseded_at`` (the merge orders
+    versions of a memory without them and resolves supersession on its own). The
+    version fields (``supersedes`` too) enter the digest only when one is set, so the
+    digest of a memory that was never corrected is the same as before they existed.
+    """
+    fields: list[object] = [
         e.content,
         e.summary,
         e.memory_type,
@@ -98,4 +105,8 @@ def engram_digest(e: Engram) -> str:
         int(e.cluster_id),
         _vector_digest(e.embedding),
     ]
+    if e.supersedes or (versions and (e.superseded_by or e.superseded_at is not None)):
+        fields.append(e.supersedes)
+        if versions:
+            fields += [e.superseded_by, _ms(e.superseded_at)]
     return hashlib.sha256(json.dumps(fields, ensure_ascii=False).encode("utf-8")).hexdigest()

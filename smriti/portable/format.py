@@ -26,7 +26,13 @@ if TYPE_CHECKING:
     from smriti.engine.core import Engine
 
 FORMAT = "smriti-export"
-VERSION = 1
+#: Version 2 added the engram version fields (``supersedes``, ``superseded_by``,
+#: ``superseded_at``); version 1 files are still read (the fields take their defaults).
+VERSION = 2
+#: Every version this Smriti reads.
+READABLE_VERSIONS = (1, 2)
+#: The engram fields added by version 2, written only when set.
+VERSION_FIELDS = ("supersedes", "superseded_by", "superseded_at")
 VECTOR_ENCODING = "base64-float32-le"
 EMBEDDING_MODEL_KEY = "embedding_model"
 #: Metadata carried by an export (Leiden's tuned resolution keeps clusters stable).
@@ -117,7 +123,7 @@ def parse_ts(value: object) -> datetime:
 def engram_record(e: Engram, vectors: str = "base64") -> dict[str, Any]:
     """The export record of an engram (``vectors``: ``base64`` or ``list``)."""
     emb = e.embedding
-    return {
+    record: dict[str, Any] = {
         "kind": "engram",
         "id": e.id,
         "content": e.content,
@@ -133,6 +139,16 @@ def engram_record(e: Engram, vectors: str = "base64") -> dict[str, Any]:
         "cluster_id": int(e.cluster_id),
         "embedding": _vector_field(emb, vectors),
     }
+    # Only when set: the line of a memory that was never corrected stays byte-identical
+    # to version 1, so an upgraded machine's unchanged store exports its old snapshot's
+    # lines (same body digest, nothing pushed) and the file stays small.
+    if e.supersedes:
+        record["supersedes"] = e.supersedes
+    if e.superseded_by:
+        record["superseded_by"] = e.superseded_by
+    if e.superseded_at is not None:
+        record["superseded_at"] = ts(e.superseded_at)
+    return record
 
 
 def _vector_field(vector: np.ndarray | None, vectors: str) -> object:
@@ -157,6 +173,10 @@ def engram_from_record(r: dict[str, Any]) -> Engram:
         source=str(r.get("source", "")),
         tags=[str(t) for t in r.get("tags", [])],
         cluster_id=int(r.get("cluster_id", -1)),
+        # Absent in version 1 files and in records of memories never corrected.
+        supersedes=str(r.get("supersedes") or ""),
+        superseded_by=str(r.get("superseded_by") or ""),
+        superseded_at=parse_ts(r["superseded_at"]) if r.get("superseded_at") else None,
     )
 
 

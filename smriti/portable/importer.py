@@ -19,6 +19,7 @@ from smriti.portable.format import (
     EXPORTED_META_KEYS,
     FORMAT,
     KINDS,
+    READABLE_VERSIONS,
     TOMBSTONE,
     VERSION,
     ImportReport,
@@ -64,12 +65,17 @@ def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise InvalidInput(f"{path} is not a Smriti export (first line is not a header)")
     version = header.get("version")
-    if not isinstance(version, int) or version > VERSION:
+    if not isinstance(version, int) or version not in READABLE_VERSIONS:
+        hint = "upgrade smriti to import it" if _is_newer(version) else "it is not valid"
         raise InvalidInput(
-            f"{path} is export format version {version!r}; this Smriti reads up to "
-            f"{VERSION}: upgrade smriti to import it"
+            f"{path} is export format version {version!r}; this Smriti reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))}: {hint}"
         )
     return header
+
+
+def _is_newer(version: object) -> bool:
+    return isinstance(version, int) and version > VERSION
 
 
 def read_trailer(path: str | os.PathLike[str]) -> dict[str, Any]:

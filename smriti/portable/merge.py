@@ -8,9 +8,18 @@ associative and idempotent, so machines that sync in any order end with the same
 - **Memories**: the union by id. A memory present on both sides with different
   properties keeps the version with the larger ``(last_accessed_at, access_count,
   engram_digest)``: the one used last, then the one used more, then a fixed tie-break
-  on the content of every property, so every machine picks the same one.
+  on the content of every property, so every machine picks the same one. Every
+  mutable property (importance, tags set by ``update``, decay, cluster) comes with the
+  winning version: an edit that touched no access time wins only on the tie-break.
+- **Versions**: supersession is sticky and resolved apart from the rest of the
+  properties. A memory superseded on either side is superseded in the merge. When the
+  two sides name different successors (two machines corrected the same memory before
+  syncing), the earlier ``superseded_at`` wins (ties: the smaller successor id); both
+  successors are kept, as the separate memories they are, each still naming the old one
+  in its ``supersedes`` (which is set when a memory is stored and never conflicts), so
+  the memory has two current versions until someone corrects one of them.
 - **Forgets**: the union of both sides' tombstones (``smriti.portable.tombstones``); a
-  memory a tombstone kills is deleted locally and not added.
+  memory a tombstone kills is deleted locally and not added, whatever its versions.
 - **Cues**: the union by name (cue ids are per machine); when the two sides disagree
   on a cue's type or vector, the larger ``(cue_type, vector digest)`` wins.
 - **Edges**: the union; an edge on both sides keeps the larger value (strength, then
@@ -62,6 +71,8 @@ if TYPE_CHECKING:
 log = get_logger(__name__)
 
 EngramKey = tuple[int, int, str]
+#: The order of successors of one memory (the smaller wins): (no time, time in ms, id).
+SupersessionKey = tuple[bool, int, str]
 
 
 @dataclass(slots=True)
@@ -180,8 +191,46 @@ def read_store(backend: StorageBackend) -> Graph:
 
 # -- the rules -----------------------------------------------------------------------------
 def engram_key(e: Engram) -> EngramKey:
-    """The version order of one memory: last used, then most used, then content."""
-    return (_ms(e.last_accessed_at) or 0, int(e.access_count), engram_digest(e))
+    """The version order of one memory: last used, then most used, then content.
+
+    Supersession stays out of it (see ``merged_engram``), so the winner of the other
+    properties does not depend on which side saw the correction.
+    """
+    return (_ms(e.last_accessed_at) or 0, int(e.access_count), engram_digest(e, versions=False))
+
+
+def supersession_key(e: Engram) -> SupersessionKey | None:
+    """The order of ``e``'s successor among others (None while ``e`` is current).
+
+    An earlier correction wins; a successor without a time (not written by Smriti)
+    loses to any timed one; equal times fall back to the smaller successor id.
+    """
+    if not e.superseded_by:
+        return None
+    at = e.superseded_at
+    return (at is None, _ms(at) or 0, e.superseded_by)
+
+
+def merged_engram(sides: list[Engram]) -> Engram:
+    """One memory from its versions on each side (at least one; see the module docstring).
+
+    The other properties come from the version with the larger ``engram_key``; the
+    successor is the smallest ``supersession_key`` of any side. Both choices are a max
+    or a min, so the result is commutative, associative and idempotent.
+    """
+    winner = max(sides, key=engram_key)
+    successors = [(k, e) for e in sides if (k := supersession_key(e)) is not None]
+    if not successors:
+        return winner
+    key, first = min(successors, key=lambda pair: pair[0])
+    if key == supersession_key(winner):
+        return winner
+    return winner.with_changes(superseded_by=first.superseded_by, superseded_at=first.superseded_at)
+
+
+def _state(e: Engram) -> tuple[EngramKey, SupersessionKey | None]:
+    """Everything the merge compares: equal states need no write."""
+    return (engram_key(e), supersession_key(e))
 
 
 def _cue_key(c: Cue) -> tuple[str, str]:
@@ -197,7 +246,7 @@ def merged_graph(local: Graph, remote: Graph) -> Graph:
     out = Graph(stones=tombstones.merge_all(local.stones, remote.stones))
     for key in local.engrams.keys() | remote.engrams.keys():
         sides = [e for e in (local.engrams.get(key), remote.engrams.get(key)) if e is not None]
-        winner = max(sides, key=engram_key)
+        winner = merged_engram(sides)
         stone = out.stones.get(key)
         if stone is None or not stone.kills(winner):
             out.engrams[key] = winner
@@ -266,7 +315,7 @@ def _apply(backend: StorageBackend, local: Graph, merged: Graph) -> MergeReport:
     engrams = [
         e
         for k, e in merged.engrams.items()
-        if k not in local.engrams or engram_key(local.engrams[k]) != engram_key(e)
+        if k not in local.engrams or _state(local.engrams[k]) != _state(e)
     ]
     report.added = sum(1 for e in engrams if e.id not in local.engrams)
     report.updated = len(engrams) - report.added
