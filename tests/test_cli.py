@@ -306,3 +306,76 @@ def test_list_mode_shows_no_score(env: dict[str, str]) -> None:
     assert "Standup moved" in first
     data = ok_json(smriti(env, "recall", "--json"))
     assert data["mode"] == "list" and [r["score"] for r in data["results"]] == [None]
+
+
+def test_get_correct_history_update_related(env: dict[str, str]) -> None:
+    old = ok_json(smriti(env, "store", "Ravi's cat is called Biscuit", "--tags", "pets", "--json"))
+    corrected = ok_json(
+        smriti(
+            env, "correct", old["id"], "Ravi's cat is called Mochi", "--json", "--importance", "0.7"
+        )
+    )
+    new_id = corrected["new_id"]
+    assert corrected["superseded"] == old["id"] and corrected["memory"]["tags"] == ["pets"]
+    assert corrected["memory"]["importance"] == 0.7
+
+    history = ok_json(smriti(env, "history", new_id, "--json"))
+    assert [v["id"] for v in history["versions"]] == [old["id"], new_id]
+    text = smriti(env, "history", old["id"])
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.split("\n")[0].split() == ["CREATED", "ID", "MEMORY"]
+    assert text.stdout.index(old["id"]) < text.stdout.index(new_id)
+
+    detail = ok_json(smriti(env, "get", new_id, "--json"))
+    assert detail["memory"]["content"] == "Ravi's cat is called Mochi"
+    assert detail["versions"] == [old["id"], new_id]
+    shown = smriti(env, "get", old["id"])
+    assert shown.returncode == 0, shown.stderr
+    assert "superseded by" in shown.stdout and new_id in shown.stdout
+
+    updated = ok_json(smriti(env, "update", new_id, "--tags", "pets, ravi", "--json"))
+    assert updated["memory"]["tags"] == ["pets", "ravi"]
+    assert updated["memory"]["importance"] == 0.7
+    related = ok_json(smriti(env, "related", new_id, "--limit", "5", "--json"))
+    assert {r["id"]: r["relation"] for r in related["related"]}[old["id"]] == "supersedes"
+
+    refused = smriti(env, "correct", old["id"], "Ravi's cat is called Tofu")
+    assert new_id in one_error_line(refused, 2)
+    assert "--importance" in one_error_line(smriti(env, "update", new_id), 2)
+    missing = smriti(env, "get", "no-such-id")
+    assert "no-such-id" in one_error_line(missing, 1)
+    listed = ok_json(smriti(env, "recall", "--json", "--include-superseded", "--limit", "10"))
+    assert {r["id"] for r in listed["results"]} == {old["id"], new_id}
+
+
+def test_recall_filters_and_cursor(env: dict[str, str]) -> None:
+    for i, tags in enumerate(("a, b", "a", "b")):
+        ok_json(
+            smriti(
+                env,
+                "store",
+                f"Filtered note number {i} about owls {i * 7}",
+                "--tags",
+                tags,
+                "--json",
+            )
+        )
+    both = ok_json(smriti(env, "recall", "--json", "--tags", "a,b", "--tag-match", "all"))
+    assert [r["tags"] for r in both["results"]] == [["a", "b"]]
+    anyof = ok_json(smriti(env, "recall", "--json", "--tags", "a", "--since", "2000-01-01"))
+    assert len(anyof["results"]) == 2
+    assert ok_json(smriti(env, "recall", "--json", "--until", "2000-01-01"))["results"] == []
+
+    first = ok_json(smriti(env, "recall", "--json", "--limit", "2"))
+    assert first["count"] == 2 and first["next_cursor"]
+    rest = ok_json(
+        smriti(env, "recall", "--json", "--limit", "2", "--cursor", first["next_cursor"])
+    )
+    assert rest["count"] == 1 and rest["next_cursor"] is None
+    ids = [r["id"] for r in first["results"] + rest["results"]]
+    assert len(set(ids)) == 3
+    text = smriti(env, "recall", "--limit", "2")
+    assert f"--cursor {first['next_cursor']}" in text.stdout
+
+    assert "since" in one_error_line(smriti(env, "recall", "--since", "someday"), 2)
+    assert "cursor" in one_error_line(smriti(env, "recall", "--cursor", "garbage"), 2)
