@@ -5,6 +5,7 @@ graph never see each other's engrams, and the page key is exact to the microseco
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 
 from smriti_backend_falkor.backend import FalkorBackend
@@ -20,16 +21,7 @@ def pages(backend: FalkorBackend, listing: Listing) -> list[str]:
     """Every id of ``listing``, a page at a time, each page after the last one's key."""
     seen: list[str] = []
     after = None
-    while page := backend.list_page(
-        Listing(
-            listing.limit,
-            listing.memory_type,
-            listing.tags,
-            cluster_id=listing.cluster_id,
-            include_superseded=listing.include_superseded,
-            after=after,
-        )
-    ):
+    while page := backend.list_page(replace(listing, after=after)):
         assert len(page) <= listing.limit
         seen += [e.id for e in page]
         after = list_key(page[-1])

@@ -119,6 +119,40 @@ def test_a_store_from_before_the_version_fields_opens_and_reads(
     assert again.seek(Seek(1)).total == 4
 
 
+def test_version_fields_reach_the_working_set_windows(
+    make_backend: Callable[..., FalkorBackend],
+) -> None:
+    """A chain written by import and by add_memory, then superseded by update_engrams,
+    comes back whole from the windowed stream a working set loads from."""
+    backend = make_backend("alice")
+    backend.id_window = 3  # type: ignore[misc]  # several windows, some without engrams
+    when = T0 + timedelta(hours=7, microseconds=42)
+    first = build.engram(1, superseded_by="e00002", superseded_at=when)
+    second = build.engram(2, supersedes="e00001")
+    third = build.engram(3, supersedes="e00002", tags=["kept"])
+    backend.import_records([first, second], [build.cue("x")], [], [], [])
+    backend.add_memory(third, [build.cue("y"), build.cue("z")], [])
+    backend.update_engrams(
+        [EngramUpdate("e00002", superseded_by="e00003", superseded_at=when, tags=["fixed"])]
+    )
+    second = second.with_changes(superseded_by="e00003", superseded_at=when, tags=["fixed"])
+    want = {e.id: e for e in (first, second, third)}
+    for name, stream in (
+        ("working set", backend.working_set_streams()[1]),
+        ("iter_engrams", backend.iter_engrams(batch_size=2)),
+    ):
+        got = {e.id: e for e in stream}
+        assert got.keys() == want.keys(), name
+        for e in got.values():
+            w = want[e.id]
+            assert (e.supersedes, e.superseded_by, e.superseded_at, e.tags) == (
+                w.supersedes,
+                w.superseded_by,
+                w.superseded_at,
+                w.tags,
+            ), name
+
+
 def test_batched_writes_cross_batch_boundaries(
     make_backend: Callable[..., FalkorBackend],
 ) -> None:
