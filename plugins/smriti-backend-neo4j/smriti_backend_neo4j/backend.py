@@ -599,6 +599,12 @@ class Neo4jBackend(StorageBackend):
         keys = list(dict.fromkeys(normalise_cue_name(n) for n in names))
         return [cue_from(r["p"]) for r in self._read(q.GET_CUES, keys=keys)] if keys else []
 
+    def get_cues_by_id(self, ids: Sequence[str]) -> list[Cue]:
+        """The user's cues with these ids, through the ``(user, id)`` constraint's index."""
+        if not ids:
+            return []
+        return [cue_from(r["p"]) for r in self._read(q.GET_CUES_BY_ID, ids=list(set(ids)))]
+
     def seek(self, query: Seek) -> Seeds:
         """Every channel of ``query`` in one Cypher query (``reads.seek_statement``)."""
         return self._seek(query, total=True)

@@ -379,3 +379,9 @@ MATCH (c:Cue {user: $user, key: key})
 RETURN c {.id, .name, .cue_type, .embedding_f32,
   embedding: CASE WHEN c.embedding_f32 IS NULL THEN c.embedding END} AS p
 """
+GET_CUES_BY_ID = """
+UNWIND $ids AS id
+MATCH (c:Cue {user: $user, id: id})
+RETURN c {.id, .name, .cue_type, .embedding_f32,
+  embedding: CASE WHEN c.embedding_f32 IS NULL THEN c.embedding END} AS p
+"""

@@ -16,7 +16,8 @@ from smriti_backend_neo4j.naming import database_name_for
 
 from smriti.config import Settings
 from smriti.errors import BackendError
-from smriti.reads import Seek
+from smriti.model import EngramUpdate
+from smriti.reads import Listing, Seek
 from smriti.testing import GraphBuilder
 
 from .conftest import ServerInfo
@@ -147,6 +148,9 @@ def test_database_mode_sends_every_statement_to_the_users_database(
     with backend:
         backend.add_memory(build.engram(1), [build.cue("kiwi")], [])
         assert [e.id for e in backend.list_engrams(5)] == ["e00001"]
+        backend.update_engrams([EngramUpdate("e00001", tags=["lime"], superseded_by="e00002")])
+        assert [e.id for e in backend.list_page(Listing(5, tags=["lime"]))] == ["e00001"]
+        assert backend.list_page(Listing(5, include_superseded=False)) == []
         assert backend.seek(Seek(k=1, vector=build.vec(10_001))).vector[0][0] == "e00001"
     with neo4j.GraphDatabase.driver(
         neo4j_server.uri, auth=(neo4j_server.username, neo4j_server.password)

@@ -20,9 +20,9 @@ from smriti_backend_neo4j.backend import Neo4jBackend
 from smriti.config import Settings
 from smriti.engine import Engine
 from smriti.errors import NotFound
-from smriti.model import Cue
+from smriti.model import Cue, EngramUpdate
 from smriti.plugins import create_plugin_manager
-from smriti.reads import Seek
+from smriti.reads import Listing, Seek
 from smriti.storage import unit
 from smriti.testing import GraphBuilder
 
@@ -69,6 +69,34 @@ def test_index_hits_are_filtered_by_user_before_the_cut(
     theirs = alice.seek(Seek(k=10, vector=query, text="zebra"))
     assert {i for i, _ in theirs.vector} <= {f"e{i:05d}" for i in range(400)}
     assert len(theirs.vector) == len(theirs.text) == 10 and theirs.total == 400
+
+
+def test_listing_and_updates_keep_to_the_user(make_backend: Callable[..., Neo4jBackend]) -> None:
+    # Same ids, tags and clusters for both users: only the user property tells them apart.
+    build = GraphBuilder(DIMS)
+    alice, bob = make_backend("alice"), make_backend("bob")
+    alice.import_records([build.engram(i, tags=["okapi"]) for i in range(6)], [], [], [], [])
+    bob.import_records([build.engram(i, tags=["okapi"]) for i in range(2)], [], [], [], [])
+    bob.update_engrams([EngramUpdate("e00001", tags=["tapir"], superseded_by="e00000",
+                                     superseded_at=build.engram(9).created_at)])  # fmt: skip
+    listing = Listing(10, tags=["okapi"], include_superseded=False)
+    assert [e.id for e in bob.list_page(listing)] == ["e00000"]
+    assert [e.id for e in alice.list_page(listing)] == [f"e{i:05d}" for i in range(5, -1, -1)]
+    assert [e.tags for e in alice.get_engrams(["e00001"])] == [["okapi"]]
+    assert [i for i, _ in alice.seek(Seek(k=10, text="tapir")).text] == []
+    assert [i for i, _ in bob.seek(Seek(k=10, text="tapir")).text] == ["e00001"]
+
+
+def test_cues_by_id_are_the_users(make_backend: Callable[..., Neo4jBackend]) -> None:
+    build = GraphBuilder(DIMS)
+    alice, bob = make_backend("alice"), make_backend("bob")
+    alice.add_memory(build.engram(1), [build.cue("heron"), build.cue("egret")], [])
+    bob.add_memory(build.engram(1), [build.cue("heron", seed=4)], [])
+    got = {c.id: c for c in alice.get_cues_by_id(["c-egret", "c-heron", "c-heron-4", "nope"])}
+    assert sorted(got) == ["c-egret", "c-heron"]
+    np.testing.assert_allclose(got["c-heron"].embedding, build.cue("heron").embedding, rtol=1e-6)
+    assert [c.id for c in bob.get_cues_by_id(["c-egret", "c-heron-4"])] == ["c-heron-4"]
+    assert bob.get_cues_by_id([]) == []
 
 
 def test_cue_index_hits_are_filtered_by_user(make_backend: Callable[..., Neo4jBackend]) -> None:

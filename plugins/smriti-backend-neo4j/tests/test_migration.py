@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import neo4j
 import numpy as np
 from smriti_backend_neo4j.backend import SCHEMA_VERSION, Neo4jBackend
 
-from smriti.reads import Seek
-from smriti.testing import GraphBuilder
+from smriti.model import EngramUpdate
+from smriti.reads import Listing, Seek
+from smriti.testing import T0, GraphBuilder
+from smriti.testing.storage_suite import assert_engram_equal
 
 from .conftest import ServerInfo
 
@@ -40,6 +43,7 @@ def test_old_nodes_are_migrated_and_readable(
     backend = make_backend("olduser")
     [engram] = backend.get_engrams(["old1"])
     assert engram.cluster_id == -1 and engram.tags == ["vintage"]
+    assert (engram.supersedes, engram.superseded_by, engram.superseded_at) == ("", "", None)
     assert engram.created_at == when
     np.testing.assert_allclose(engram.embedding, vector)
     assert [i for i, _ in backend.seek(Seek(k=3, text="vintage")).text] == ["old1"]
@@ -53,3 +57,52 @@ def test_old_nodes_are_migrated_and_readable(
     assert strengths == {("c1", "c2"): 3.0, ("c2", "c1"): 1.0}  # the old edge, found by key
     again = make_backend("olduser")  # a second open does not migrate again
     assert again.get_engrams(["old1"])[0].cluster_id == -1
+
+
+def _query(info: ServerInfo, statement: str, **params: Any) -> list[Any]:
+    with neo4j.GraphDatabase.driver(info.uri, auth=(info.username, info.password)) as driver:
+        return list(driver.execute_query(statement, params).records)
+
+
+VERSION_FIELDS = (
+    "MATCH (e:Engram {user: 'v3user'}) "
+    "RETURN e.id AS id, [e.supersedes, e.superseded_by, e.superseded_at] AS fields ORDER BY id"
+)
+
+
+def test_a_store_without_version_fields_is_migrated(
+    neo4j_server: ServerInfo, make_backend: Callable[..., Neo4jBackend]
+) -> None:
+    old, fixed = build.engram(1), build.engram(2, supersedes="e00009")
+    writer = make_backend("v3user")
+    writer.import_records([old, fixed], [], [], [], [])
+    writer.close()
+    # As schema version 3 left them: no supersedes, superseded_by or superseded_at (the
+    # correction's supersedes is kept to show that the migration keeps what is there).
+    _query(neo4j_server, "MATCH (e:Engram {user: 'v3user'}) "
+           "REMOVE e.superseded_by, e.superseded_at")  # fmt: skip
+    _query(neo4j_server, "MATCH (e:Engram {user: 'v3user', id: 'e00001'}) REMOVE e.supersedes")
+    _query(neo4j_server, "MATCH (m:SmritiMeta {user: 'v3user', key: 'neo4j.schema_version'}) "
+           "SET m.value = '3'")  # fmt: skip
+
+    backend = make_backend("v3user")
+    assert backend.get_meta("neo4j.schema_version") == str(SCHEMA_VERSION)
+    stored = {r["id"]: r["fields"] for r in _query(neo4j_server, VERSION_FIELDS)}
+    assert stored == {"e00001": ["", "", None], "e00002": ["e00009", "", None]}
+    got = {e.id: e for e in backend.get_engrams([old.id, fixed.id])}
+    assert_engram_equal(got[old.id], old)
+    assert_engram_equal(got[fixed.id], fixed)
+    current = Listing(5, include_superseded=False)
+    assert [e.id for e in backend.list_page(current)] == [fixed.id, old.id]
+
+    # Nodes written without the fields by another tool after the migration read the same.
+    _query(neo4j_server, "MATCH (e:Engram {user: 'v3user'}) REMOVE e.supersedes, e.superseded_by")
+    assert_engram_equal(backend.get_engrams([old.id])[0], old)
+    assert [e.id for e in backend.list_page(current)] == [fixed.id, old.id]
+    assert [e.supersedes for e in backend.iter_engrams()] == ["", ""]
+
+    when = T0 + timedelta(days=2, microseconds=5)
+    backend.update_engrams([EngramUpdate(old.id, superseded_by=fixed.id, superseded_at=when)])
+    assert [e.id for e in backend.list_page(current)] == [fixed.id]
+    want = old.with_changes(superseded_by=fixed.id, superseded_at=when)
+    assert_engram_equal(backend.get_engrams([old.id])[0], want)
