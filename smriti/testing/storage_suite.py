@@ -770,6 +770,16 @@ class StorageBackendTests:
         assert around.degrees == {hub.id: 10, rare.id: 1}
         assert set(around.members) == {rare.id}, "a cue over cue_max_degree has no members"
 
+    def test_get_cues_by_id(self, backend: StorageBackend, build: GraphBuilder) -> None:
+        a, b = build.cue("alpha", cue_type="entity"), build.cue("beta")
+        self.store(backend, build.engram(1), [a, b])
+        stored = {c.name: c.id for c in backend.get_cues(["alpha", "beta"])}
+        got = backend.get_cues_by_id([stored["alpha"], "missing", stored["beta"]])
+        assert sorted((c.id, c.name, c.cue_type) for c in got) == sorted(
+            [(stored["alpha"], "alpha", "entity"), (stored["beta"], "beta", "keyword")]
+        )
+        assert backend.get_cues_by_id([]) == []
+
     def test_cues_of(self, backend: StorageBackend, build: GraphBuilder) -> None:
         a, b = build.cue("a"), build.cue("b")
         self.store(backend, build.engram(1), [a, b])
