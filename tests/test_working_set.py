@@ -5,6 +5,7 @@ through ``IndexedBackend`` over the built-in SQLite backend, and what is its own
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -16,11 +17,12 @@ import pytest
 from structlog.testing import capture_logs
 
 from smriti.default_plugins.sqlite.backend import DB_FILE, SqliteBackend
-from smriti.index import snapshot
+from smriti.index import recency, snapshot
 from smriti.index.budget import Budget
 from smriti.index.indexed import IndexedBackend
+from smriti.index.working_set import WorkingSet
 from smriti.model import Association, EngramUpdate
-from smriti.reads import Expand, Listing, Seek, list_key
+from smriti.reads import Expand, Listing, Seek, list_key, listing_sorted
 from smriti.storage import StorageBackend
 from smriti.testing import GraphBuilder, RecallEqualityTests, StorageBackendTests
 from smriti.testing.builders import T0
@@ -621,3 +623,46 @@ def test_a_snapshot_of_an_older_format_is_rebuilt_from_the_store(
         assert _loaded_from(logs) == "snapshot"
     finally:
         third.close()
+
+
+def test_list_page_from_memory_matches_the_reference_through_moves_and_merges(
+    monkeypatch: pytest.MonkeyPatch, build: GraphBuilder
+) -> None:
+    """Pages read across the listing order's base and head (recall moves memories to
+    the front; merges fold the head in), against ``listing_sorted``."""
+    monkeypatch.setattr(recency, "HEAD_MAX", 8)
+    rng = random.Random(3)
+    ws = WorkingSet()
+    engrams = {}
+    for i in range(60):
+        e = build.engram(
+            i,
+            last_accessed_at=T0 + timedelta(seconds=rng.randrange(20)),
+            created_at=T0 + timedelta(seconds=rng.randrange(5)),
+            tags=[f"t{i % 3}"],
+            cluster_id=i % 2,
+        )
+        engrams[e.id] = e
+    ws.put_engrams(list(engrams.values()))
+    listings = [
+        Listing(5),
+        Listing(3, tags=["t1"]),
+        Listing(4, memory_type="episodic", cluster_id=1),
+    ]
+    for step in range(120):
+        key = f"e{rng.randrange(60):05d}"
+        when = T0 + timedelta(seconds=rng.randrange(30), microseconds=rng.randrange(3))
+        tags = [f"t{rng.randrange(3)}"]
+        ws.update([EngramUpdate(key, last_accessed_at=when, tags=tags)])
+        engrams[key] = engrams[key].with_changes(last_accessed_at=when, tags=tags)
+        if step % 10 == 0:
+            for listing in listings:
+                want = [
+                    e.id for e in listing_sorted(list(engrams.values()), replace(listing, limit=99))
+                ]
+                got: list[str] = []
+                page = ws.list_page(listing)
+                while page:
+                    got += [e.id for e in page]
+                    page = ws.list_page(replace(listing, after=list_key(page[-1])))
+                assert got == want, (step, listing)

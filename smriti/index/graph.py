@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 import threading
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,6 +33,9 @@ FIELDS = (
 POS = {f: i for i, f in enumerate(FIELDS)}
 #: Each row also holds its key: the one id object that every structure shares.
 _KEY = len(FIELDS)
+#: What a listing's filters read of a memory: (memory type, tags, creation time as POSIX
+#: seconds, superseded_by, cluster id).
+Facets = tuple[str, Sequence[str], float, str, int]
 
 
 def edge_converter(relations: Sequence[str]) -> Callable[[tuple[np.ndarray, ...]], list[object]]:
@@ -80,6 +83,8 @@ class Graph:
         self.relations: list[str] = []
         self.text = TextIndex()
         self.ranking = TopByImportance()
+        #: The facets of a still-packed row, read from the packed arrays (``adopt_rows``).
+        self._packed_facets: Callable[[int], Facets] | None = None
 
     # -- engrams ------------------------------------------------------------------------
     def put_engram(self, e: Engram, label: int) -> None:
@@ -253,12 +258,40 @@ class Graph:
         return self.c2e.size(cue)
 
     # -- packed loading ----------------------------------------------------------------
-    def adopt_rows(self, ids: list[str], row: Callable[[int], list[object]]) -> dict[str, int]:
+    def adopt_rows(
+        self,
+        ids: list[str],
+        row: Callable[[int], list[object]],
+        facets: Callable[[int], Facets] | None = None,
+    ) -> dict[str, int]:
         """Take the rows of an empty graph packed: ``row(s)`` builds the row of
-        ``ids[s]`` (whose key object is ``ids[s]``) when first read. Returns the slots."""
+        ``ids[s]`` (whose key object is ``ids[s]``) when first read, ``facets(s)`` its
+        ``Facets`` without building it. Returns the slots."""
         slots = {k: i for i, k in enumerate(ids)}
         self.rows = LazyMap(slots, row)
+        self._packed_facets = facets
         return slots
+
+    def facets(self, keys: Iterable[str]) -> Iterator[tuple[str, Facets]]:
+        """(key, what a listing filters on) of each of ``keys`` that is a memory, in that
+        order, lazily. A packed row is read in place: a filtered scan over a loaded
+        snapshot unpacks nothing. One loop, no call per key but the packed read: a scan
+        may visit every memory."""
+        live, slots, taken = self.rows.parts()
+        packed = self._packed_facets
+        for key in keys:
+            row = live.get(key)
+            if row is None:
+                slot = slots.get(key)
+                if slot is None or key in taken:
+                    continue
+                if packed is not None:
+                    yield key, packed(slot)
+                    continue
+                row = self.rows.peek(key)
+                if row is None:
+                    continue
+            yield key, (row[2], row[9], row[5].timestamp(), row[12], row[10])  # type: ignore[misc,union-attr]
 
     def adopt_edges(
         self,

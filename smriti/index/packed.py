@@ -108,6 +108,13 @@ class LazyMap(MutableMapping[str, V]):
             return self._live.get(key)  # set by another thread meanwhile, or absent
         return self._build(slot)
 
+    def parts(self) -> tuple[dict[str, V], dict[str, int], set[str]]:
+        """The unpacked entries, the base slots and the base keys no longer packed, for a
+        reader's tight loop over many keys (its owner's lock held; nothing is copied): a
+        key is unpacked when in the first, still packed when in the second and not the
+        third."""
+        return self._live, self._slots, self._taken
+
     def walk(self) -> Iterator[tuple[str, V]]:
         """Every (key, entry), built for the walk only (see ``peek``)."""
         for key in self:

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from smriti.index.graph import FIELDS, POS
+from smriti.index.graph import FIELDS, POS, Facets
 from smriti.index.working_set import WorkingSet
 from smriti.model import Cue, normalise_cue_name
 
@@ -215,7 +215,9 @@ def load(directory: Path) -> WorkingSet:
         a[name] = _read_rows(directory / f"{name}.npy", ws.vectors.capacity_for(n))
     ws.labels.update(strings["labels"])
     graph = ws.graph
-    slots = graph.adopt_rows(ids, _row_builder(ids, strings["rows"], a["numbers"], a["times"]))
+    texts, numbers = strings["rows"], a["numbers"]
+    facets = _facet_reader(texts, numbers, a["times"])
+    slots = graph.adopt_rows(ids, _row_builder(ids, texts, numbers, a["times"]), facets)
     times = a["times"]
     if "listing" in a and a["listing"].size == n:  # saved sorted: no sort at load
         accessed, created = times[:, 1].tolist(), times[:, 0].tolist()
@@ -258,6 +260,19 @@ def _row_builder(
         ]  # fmt: skip
 
     return row
+
+
+def _facet_reader(
+    texts: list[Any], numbers: np.ndarray, times: np.ndarray
+) -> Callable[[int], Facets]:
+    """The function reading the ``Facets`` of slot ``i`` without building its row."""
+    created, cluster = times[:, 0], numbers[:, 3]
+
+    def facets(i: int) -> Facets:
+        text = texts[i]  # as _TEXTS: memory type 2, tags 4, superseded_by 6
+        return (text[2], text[4], created.item(i), text[6], int(cluster.item(i)))
+
+    return facets
 
 
 def _read_rows(path: Path, capacity: int) -> np.ndarray:

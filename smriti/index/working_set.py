@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from smriti.index.graph import POS, Graph, utc
+from smriti.index.graph import POS, Facets, Graph, utc
 from smriti.index.recency import RecencyOrder, order_key
 from smriti.index.vectors import VectorCache
 from smriti.model import Association, Cue, Engram, EngramUpdate, Link, normalise_cue_name, utcnow
@@ -261,8 +261,8 @@ class WorkingSet:
         ``after`` key on, each memory tested against the filters until the page is full.
 
         An unfiltered page reads only its own rows. A filtered one tests the memory type
-        on the text index's labels and the other filters on rows peeked at, so a scan
-        over a loaded snapshot leaves the rows it passes packed."""
+        on the text index's labels and the other filters on each memory's ``Facets``,
+        read in place from a loaded snapshot's arrays: a scan unpacks no row."""
         if listing.limit <= 0:
             return []
         before = None
@@ -277,16 +277,14 @@ class WorkingSet:
                 label = self.labels.get(listing.memory_type)
                 if label is None:
                     return []  # no memory of that type
-            keep = _row_filter(listing)
-            rows, text = self.graph.rows, self.graph.text
-            doc_of, labels = text.doc_of, text.labels
+            keep = _facet_filter(listing)
+            keys = self.recency.newest(before, copy=False)
+            if label is not None:  # the text index's labels: no row read for other types
+                doc_of, labels = self.graph.text.doc_of, self.graph.text.labels
+                keys = (k for k in keys if (d := doc_of.get(k)) is None or labels[d] == label)
             chosen: list[str] = []
-            for key in self.recency.newest(before, copy=False):
-                doc = doc_of.get(key)
-                if label is not None and doc is not None and labels[doc] != label:
-                    continue
-                row = rows.peek(key)
-                if row is not None and keep(row):
+            for key, facets in self.graph.facets(keys):
+                if keep(facets):
                     chosen.append(key)
                     if len(chosen) >= listing.limit:
                         break
@@ -336,32 +334,40 @@ def _no_vector(engram_id: str) -> None:
     return None
 
 
-def _row_filter(listing: Listing) -> Callable[[list[object]], bool]:
-    """Whether a row passes every filter of ``listing`` (``Listing.matches`` on rows)."""
-    checks: list[Callable[[list[object]], bool]] = []
+def _facet_filter(listing: Listing) -> Callable[[Facets], bool]:
+    """Whether a memory's ``Facets`` pass every filter of ``listing`` (its ``matches``)."""
+    checks: list[Callable[[Facets], bool]] = []
     if listing.memory_type is not None:
-        kind, at_kind = listing.memory_type, POS["memory_type"]
-        checks.append(lambda r: r[at_kind] == kind)
+        kind = listing.memory_type
+        checks.append(lambda f: f[0] == kind)
     if listing.tags:
-        wanted, at_tags = frozenset(listing.tags), POS["tags"]
+        wanted = frozenset(listing.tags)
         if listing.all_tags:
-            checks.append(lambda r: wanted.issubset(r[at_tags]))  # type: ignore[arg-type]
+            checks.append(lambda f: wanted.issubset(f[1]))
         else:
-            checks.append(lambda r: not wanted.isdisjoint(r[at_tags]))  # type: ignore[arg-type]
-    at_created = POS["created_at"]
+            checks.append(lambda f: not wanted.isdisjoint(f[1]))
+    # Creation times compare as POSIX seconds: distinct microseconds stay distinct.
     if listing.since is not None:
-        since = utc(listing.since)
-        checks.append(lambda r: r[at_created] >= since)  # type: ignore[operator]
+        since = utc(listing.since).timestamp()  # type: ignore[union-attr]
+        checks.append(lambda f: f[2] >= since)
     if listing.until is not None:
-        until = utc(listing.until)
-        checks.append(lambda r: r[at_created] < until)  # type: ignore[operator]
+        until = utc(listing.until).timestamp()  # type: ignore[union-attr]
+        checks.append(lambda f: f[2] < until)
     if not listing.include_superseded:
-        at_by = POS["superseded_by"]
-        checks.append(lambda r: not r[at_by])
+        checks.append(lambda f: not f[3])
     if listing.cluster_id is not None:
-        cluster, at_cluster = int(listing.cluster_id), POS["cluster_id"]
-        checks.append(lambda r: r[at_cluster] == cluster)
-    return lambda row: all(check(row) for check in checks)
+        cluster = int(listing.cluster_id)
+        checks.append(lambda f: f[4] == cluster)
+    keep = checks[0]
+    for check in checks[1:]:
+        keep = _both(keep, check)
+    return keep
+
+
+def _both(
+    first: Callable[[Facets], bool], then: Callable[[Facets], bool]
+) -> Callable[[Facets], bool]:
+    return lambda f: first(f) and then(f)
 
 
 def _pack_links(
