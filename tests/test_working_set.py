@@ -666,3 +666,19 @@ def test_list_page_from_memory_matches_the_reference_through_moves_and_merges(
                     got += [e.id for e in page]
                     page = ws.list_page(replace(listing, after=list_key(page[-1])))
                 assert got == want, (step, listing)
+
+
+def test_equally_strong_associations_are_cut_by_id_as_the_backend_cuts_them(
+    indexed_factory: Make, build: GraphBuilder
+) -> None:
+    backend = indexed_factory("alice")
+    for i in (1, 4, 2, 3):  # stored out of id order
+        backend.add_memory(build.engram(i), [], [])
+    edges = [Association("e00001", f"e{i:05d}", 0.5) for i in (4, 2, 3)]
+    backend.import_records([], [], [], edges, [])
+    query = Expand(["e00001"], edges=2, cue_max_degree=10, engrams_per_cue=10)
+    got = sorted((a.source_id, a.target_id) for a in backend.neighbourhood(query).associations)
+    want = sorted(
+        (a.source_id, a.target_id) for a in backend.inner.neighbourhood(query).associations
+    )
+    assert got == want == [("e00001", "e00002"), ("e00001", "e00003")]

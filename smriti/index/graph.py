@@ -391,7 +391,9 @@ class Graph:
                 for side, edges in ((0, self.out.get(key)), (1, self.inn.get(key))):
                     if not edges:
                         continue
-                    best = heapq.nlargest(limit, edges.items(), key=lambda kv: kv[1][0])
+                    # Ties by the other end's id, as the backends order them: which of
+                    # equally strong edges the limit keeps must not depend on insertion.
+                    best = heapq.nsmallest(limit, edges.items(), key=lambda kv: (-kv[1][0], kv[0]))
                     for other, (strength, rel, created) in best:
                         src, dst = (key, other) if side == 0 else (other, key)
                         found[(src, dst)] = Association(src, dst, strength, rel, created)
