@@ -532,6 +532,10 @@ class IndexedBackend(StorageBackend):
         ws = self._reader()
         return ws.get_cues(names) if ws is not None else self.inner.get_cues(names)
 
+    def get_cues_by_id(self, ids: Sequence[str]) -> list[Cue]:
+        ws = self._reader()
+        return ws.get_cues_by_id(ids) if ws is not None else self.inner.get_cues_by_id(ids)
+
     def engram_stats(self) -> Iterator[EngramStats]:
         ws = self._reader()
         return ws.engram_stats() if ws is not None else self._native().engram_stats()

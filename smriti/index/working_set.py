@@ -296,6 +296,11 @@ class WorkingSet:
         found = [self.cues_by_key[k] for k in keys if k in self.cues_by_key]
         return [Cue(c.id, c.name, c.cue_type, self.cue_vectors.vector(c.id)) for c in found]
 
+    def get_cues_by_id(self, ids: Sequence[str]) -> list[Cue]:
+        """Cues with these ids (unknown skipped), with embeddings."""
+        found = [self.cues_by_id[i] for i in dict.fromkeys(ids) if i in self.cues_by_id]
+        return [Cue(c.id, c.name, c.cue_type, self.cue_vectors.vector(c.id)) for c in found]
+
     def vector_search_above(
         self, embedding: np.ndarray, k: int, min_score: float
     ) -> list[tuple[str, float]]:

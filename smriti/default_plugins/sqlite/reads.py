@@ -185,6 +185,15 @@ class ReadsMixin(_Self):  # type: ignore[misc,valid-type]
             newest.setdefault(row[4], cue_from_row(row))
         return [newest[k] for k in keys if k in newest]
 
+    def get_cues_by_id(self, ids: Sequence[str]) -> list[Cue]:
+        """Stored cues with these ids, with embeddings; unknown skipped (a lookup)."""
+        unique = list(dict.fromkeys(ids))
+        if not unique:
+            return []
+        query = f"SELECT {CUE_COLUMNS} FROM cue WHERE id IN ({{marks}})"
+        with self._read() as conn:
+            return [cue_from_row(r) for r in _in_chunks(conn, query, unique)]
+
     # -- the coarse reads -----------------------------------------------------------------
     def seek(self, query: Seek) -> Seeds:
         """Direct hits on every channel in one snapshot (see StorageBackend.seek)."""
