@@ -209,7 +209,9 @@ class TextIndex:
             if post is None:
                 continue
             docs = np.array(post[0], dtype=np.int32)
-            tfs = np.array(post[1], dtype=np.float32)
+            # Scored in float64, as the backends score: a float32 score differs from
+            # theirs in the 7th digit, enough to reorder near-ties downstream.
+            tfs = np.array(post[1], dtype=np.float64)
             keep = alive[docs]
             if label is not None:
                 keep &= labels[docs] == label
@@ -220,7 +222,9 @@ class TextIndex:
             df = int(alive[np.array(post[0], dtype=np.int32)].sum()) if self.dead else len(post[0])
             idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
             norm = (
-                tfs * (self.K1 + 1) / (tfs + self.K1 * (1 - self.B + self.B * lengths[docs] / avg))
+                tfs
+                * (self.K1 + 1)
+                / (tfs + self.K1 * (1 - self.B + self.B * lengths[docs].astype(np.float64) / avg))
             )
             docs_parts.append(docs)
             score_parts.append(idf * norm)
