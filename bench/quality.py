@@ -50,6 +50,8 @@ from common import (  # noqa: E402
 )
 
 log = structlog.get_logger("bench.quality")
+#: Extra settings of every engine (``--set KEY=VALUE``), for ablations.
+SETTINGS: dict[str, str] = {}
 Ranker = Callable[[str], list[str]]
 
 
@@ -80,6 +82,7 @@ def open_engine(user: str, root: str, embedder: locomo.CachingEmbedder, pm: Any)
             "SMRITI_EMBEDDER": "lexical",  # replaced below by the shared cached embedder
             "SMRITI_CUE_EXTRACTOR": "heuristic",
             "CONSOLIDATION_INTERVAL": "0",
+            **SETTINGS,
         }
     )
     engine = Engine.from_settings(settings, pm)
@@ -243,8 +246,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--peer-size", type=int, default=5000)
     p.add_argument("--peer-questions", type=int, default=300)
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--set", action="append", default=[], help="KEY=VALUE engine setting")
     p.add_argument("--log-level", default="warning")
     args = p.parse_args(argv)
+    for item in args.set:
+        key, _, value = item.partition("=")
+        SETTINGS[key.strip()] = value.strip()
     configure_logging(args.log_level)
     conversations = locomo.load(args.data)
     if args.conversations:

@@ -9,11 +9,15 @@ associations), so they cost no extra vector search:
   deadline is March 5" and "... March 12" are close in meaning but not the same fact.
   The store then writes nothing and strengthens the existing memory instead.
 - a **possible conflict** is a neighbour at or above ``CONFLICT_THRESHOLD`` that shares
-  a cue with the new memory but is not a duplicate: the same subject, said differently.
-  Text that announces a change ("now", "no longer", "moved to") lowers the bar by
-  ``CHANGE_BONUS``: "I now live in Berlin, I left Paris" is further from "I live in
-  Paris" than its meaning suggests. Conflicts are reported to the caller and stored as
-  ``conflicts`` associations, so recall can rank the newer memory first.
+  a specific cue (one few memories have) with the new memory but names other things
+  (names, numbers, negations): the same subject with other specifics, as in "the
+  deadline is March 5" and "... March 12". Text that announces a change ("now", "no
+  longer", "moved to") lowers the bar by ``CHANGE_BONUS``: "I now live in Berlin, I left
+  Paris" is further from "I live in Paris" than its meaning suggests. Conflicts are
+  reported to the caller. Those of a memory that announces a change are also stored as
+  ``conflicts`` associations, and recall then ranks the newer memory first; look-alike
+  statements without such words are only reported (in a chat log, replies resemble each
+  other without contradicting anything).
 
 Superseded memories are neither: they already have a newer version.
 """
@@ -36,10 +40,14 @@ CHANGE_BONUS = 0.2
 #: Neighbours looked at for duplicates and conflicts.
 NEIGHBOURS = 10
 CONFLICTS_REPORTED = 5
+#: A cue shared by a conflicting pair encodes at most 1/SPECIFIC_SHARE of the memories
+#: (or SPECIFIC_MIN, in a small store).
+SPECIFIC_SHARE = 100
+SPECIFIC_MIN = 5
 
 _CHANGE = re.compile(
-    r"\b(now|no longer|not anymore|anymore|any more|moved|changed|switched|instead|"
-    r"actually|left|replaced|updated|correction|no more|stopped|became|from now on)\b",
+    r"\b(now|no longer|anymore|any more|moved|changed|switched|instead|replaced|updated|"
+    r"correction|no more|stopped)\b",
     re.IGNORECASE,
 )
 _NAMES = re.compile(r"\b(?:[A-Z][\w'-]*|\w*\d[\w.:/-]*)")
@@ -62,7 +70,8 @@ def names_and_numbers(text: str) -> tuple[str, ...]:
         for i, match in enumerate(_NAMES.finditer(sentence)):
             token = match.group(0).rstrip(".:/-")
             digits = any(ch.isdigit() for ch in token)
-            if digits or (len(token) > 1 and (i > 0 or match.start() > 0)):
+            pronoun = token.startswith(("I'", "I\u2019"))  # I'm, I've: not names
+            if digits or (len(token) > 1 and not pronoun and (i > 0 or match.start() > 0)):
                 found.append(token.casefold())
         found += [m.group(0).casefold() for m in _NEGATION.finditer(sentence)]
     return tuple(found)
@@ -119,7 +128,12 @@ def examine(
                 found.duplicate = e
                 return found
     bar = s.conflict_threshold - (CHANGE_BONUS if announces_change(text) else 0.0)
-    close = [(e, sim) for e, sim in current if sim >= bar]
+    # Other specifics: a name, number or negation one has and the other lacks (the same
+    # ones in another order is the same subject, as in a reply that names the speaker).
+    names = set(names_and_numbers(text))
+    close = [
+        (e, sim) for e, sim in current if sim >= bar and set(names_and_numbers(e.content)) != names
+    ]
     found.conflicts = _sharing_cues(engine, close, cue_names)[:CONFLICTS_REPORTED]
     return found
 
@@ -134,5 +148,12 @@ def _sharing_cues(
     if not known:
         return []
     around = engine.backend.neighbourhood(Expand([e.id for e, _ in close], 0, 0, 0))
-    sharing = {link.engram_id for link in around.links if link.cue_id in known}
+    # A specific cue: one a few memories have. Every memory of a chat names its
+    # speakers, and sharing those says nothing about the subject.
+    rare = max(SPECIFIC_MIN, engine.backend.count_engrams() // SPECIFIC_SHARE)
+    sharing = {
+        link.engram_id
+        for link in around.links
+        if link.cue_id in known and around.degrees.get(link.cue_id, 0) <= rare
+    }
     return [(e, sim) for e, sim in close if e.id in sharing]

@@ -174,8 +174,10 @@ def _write(
     def search() -> tuple[list[Association], int]:
         linked, cluster = associate(engine, found.hits)
         edges = {t: Association(engram.id, t, sim, "semantic", now) for t, sim in linked}
-        for other, _ in conflicts:
-            edges[other.id] = Association(engram.id, other.id, 1.0, "conflicts", now)
+        # Only a memory that says something changed outranks the one it contradicts:
+        # look-alike statements are reported, but ranked on their own merits.
+        for other, sim in conflicts if duplicates.announces_change(text) else ():
+            edges[other.id] = Association(engram.id, other.id, sim, "conflicts", now)
         if correction is not None:
             for edge in correction.edges:
                 edges.setdefault(edge.target_id, replace(edge, source_id=engram.id, created_at=now))
