@@ -62,6 +62,8 @@ class CueMatch:
     degree: int
     #: Up to ``Seek.cue_fanout`` (engram id, EncodedBy strength), most important first.
     engrams: list[tuple[str, float]] = field(default_factory=list)
+    #: The stored cue's type (recall matches ``entity`` cues by name only).
+    cue_type: str = ""
 
 
 @dataclass(slots=True)

@@ -223,3 +223,26 @@ def test_list_pages_with_a_cursor_without_repeats_or_gaps(
         engine_factory("bob").recall(None, cursor=first.next_cursor)
     with pytest.raises(InvalidInput, match="cursor pages a list"):
         engine.recall("paging", cursor=first.next_cursor)
+
+
+def test_one_cue_of_a_three_cue_query_is_weak_evidence() -> None:
+    from smriti.engine.recall import cue_hits
+    from smriti.reads import CueMatch, Seeds
+
+    # "message" is the only query cue stored, on a memory about commit messages; the
+    # other two query cues ("broker", "pick") match nothing.
+    seeds = Seeds(cues=[CueMatch("c-message", 1.0, 3, [("commits", 1.0)])], total=100)
+    alone = cue_hits(seeds)["commits"]
+    assert alone == 1.0  # relative to the matched cues only, as before
+    weak = cue_hits(seeds, asked=3)["commits"]
+    assert weak < 0.6
+    full = Seeds(
+        cues=[
+            CueMatch("c-message", 1.0, 3, [("kafka", 1.0), ("commits", 1.0)]),
+            CueMatch("c-broker", 1.0, 1, [("kafka", 1.0)]),
+            CueMatch("c-pick", 1.0, 2, [("kafka", 1.0)]),
+        ],
+        total=100,
+    )
+    scores = cue_hits(full, asked=3)
+    assert scores["kafka"] == 1.0 and scores["commits"] < 0.6

@@ -60,8 +60,8 @@ CONTESTING = ("conflicts", "supersedes")
 #: Filtered recalls whose candidates are too few also score up to this many of the
 #: newest memories passing the filters (a tag few memories carry is then still found).
 FILTER_SCAN = 1000
-#: An older memory in conflict with a newer one in the same results ranks just below it.
-CONTESTED = 0.95
+#: A newer memory in conflict with an older one that outranks it moves just above it.
+PROMOTION = 1e-6
 
 
 class RecallResults(list[RecallResult]):
@@ -167,7 +167,7 @@ def search(engine: Engine, text: str, filters: Listing) -> RecallResults:
     results are marked degraded.
     """
     limit, kind = filters.limit, filters.memory_type
-    k = limit * POOL_TYPED_FACTOR if filters.is_filtered() else limit
+    k = limit * POOL_TYPED_FACTOR if _narrow(filters) or not filters.include_superseded else limit
     try:
         vector = engine.embed([text])[0]
     except ProviderError as exc:
@@ -228,13 +228,17 @@ def associative(engine: Engine, text: str, filters: Listing) -> RecallResults:
     and the rest runs as usual; the results are then marked degraded.
     """
     limit, memory_type = filters.limit, filters.memory_type
-    names = sorted(
-        {normalise_cue_name(c.name) for c in engine.extractor.extract(text, query=True).cues}
-    )
-    names = [n for n in names if n]
+    kinds: dict[str, str] = {}
+    for ref in engine.extractor.extract(text, query=True).cues:
+        if name := normalise_cue_name(ref.name):
+            kinds.setdefault(name, ref.cue_type)
+    names = sorted(kinds)
+    # Names match by name only: "Donggeon" must not find "Dongwon" through the cue
+    # embeddings, which put similarly spelled names close together.
+    fuzzy = [n for n in names if kinds[n] != "entity"]
     warning = ""
     try:
-        vectors: np.ndarray | None = engine.embed([text, *names])
+        vectors: np.ndarray | None = engine.embed([text, *fuzzy])
     except ProviderError as exc:
         warning, vectors = outage_warning(exc), None
         log.warning("embedding failed; recall uses cue names and lexical matching", error=str(exc))
@@ -246,14 +250,16 @@ def associative(engine: Engine, text: str, filters: Listing) -> RecallResults:
             text=text,
             memory_type=memory_type,
             cue_names=names,
-            cue_vectors=vectors[1:] if vectors is not None and names else None,
+            cue_vectors=vectors[1:] if vectors is not None and fuzzy else None,
             cue_neighbours=CUE_NEIGHBOURS,
             cue_similarity=CUE_SIMILARITY,
             cue_fanout=CUE_FANOUT,
         )
     )
+    # ... and a stored name is never reached through a query cue's embedding.
+    seeds.cues = [m for m in seeds.cues if m.similarity >= 1.0 or m.cue_type != "entity"]
     found: dict[str, Candidate] = {}
-    _merge(found, cue_hits(seeds), "cue", 0)
+    _merge(found, cue_hits(seeds, len(names)), "cue", 0)
     _merge(found, {i: _cosine(s) for i, s in seeds.vector}, "vector", 0)
     _merge(found, _normalised(seeds.text), "lexical", 0)
     contested = expand(engine, found)
@@ -265,8 +271,14 @@ def associative(engine: Engine, text: str, filters: Listing) -> RecallResults:
     return results.mark_degraded(warning) if warning else results
 
 
-def cue_hits(seeds: Seeds) -> dict[str, float]:
-    """Engrams reached from the query's matched cues, IDF-weighted, scaled to [0, 1]."""
+def cue_hits(seeds: Seeds, asked: int = 0) -> dict[str, float]:
+    """Engrams reached from the query's matched cues, IDF-weighted, scaled to [0, 1].
+
+    The scale is the weight of every matched cue plus, for each of the ``asked`` query
+    cues beyond the number of stored cues matched, the weight of a cue only one memory
+    has: a memory that matches one cue of a three-cue query scores well below one that
+    matches all three, even when nothing else matched the other two.
+    """
     if not seeds.cues:
         return {}
     weights = {m.cue_id: m.similarity * idf(m.degree, seeds.total) for m in seeds.cues}
@@ -274,7 +286,8 @@ def cue_hits(seeds: Seeds) -> dict[str, float]:
     for match in seeds.cues:
         for engram_id, strength in match.engrams:
             scores[engram_id] = scores.get(engram_id, 0.0) + weights[match.cue_id] * strength
-    norm = sum(weights.values()) or 1.0
+    unmatched = max(0, asked - len(seeds.cues)) * idf(1, seeds.total)
+    norm = (sum(weights.values()) + unmatched) or 1.0
     return {eid: min(1.0, s / norm) ** 0.5 for eid, s in scores.items()}
 
 
@@ -301,7 +314,7 @@ def expand(engine: Engine, found: dict[str, Candidate]) -> set[tuple[str, str]]:
     """Add up to MAX_HOPS hops over associations (both directions) and shared cues.
 
     Returns the (newer, older) pairs of the ``conflicts`` and ``supersedes`` edges seen
-    on the way, for ``rank`` (edges with strength 1.0, so always among those read).
+    on the way, for ``rank``.
     """
     contested: set[tuple[str, str]] = set()
     frontier = _top(found, 0)
@@ -359,7 +372,9 @@ def rank(
     """Score candidates, keep the best ``limit`` passing the filters, strengthen them.
 
     Of two memories in conflict (or a version and its correction, when superseded ones
-    are asked for), the newer ranks first: the older one's score is capped just below.
+    are asked for), the newer ranks first: when the older one scores higher, the newer
+    one moves just above it (the older one keeps its score, so a false alarm costs any
+    other result one place at most).
     """
     engrams = load_pool(engine, found, filters)
     now = utcnow()
@@ -374,11 +389,11 @@ def rank(
         )
         for i, e in engrams.items()
     }
-    for newer, older in contested:
-        if newer in results and older in results:
-            top = results[newer].score
-            if results[older].score >= top:
-                results[older].score = top * CONTESTED
+    by_older = sorted(contested, key=lambda p: -results[p[1]].score if p[1] in results else 0)
+    for newer, older in by_older:
+        pair = results.get(newer), results.get(older)
+        if pair[0] is not None and pair[1] is not None and pair[1].score >= pair[0].score:
+            pair[0].score = pair[1].score + PROMOTION
     ranked = sorted(results.values(), key=lambda r: (-r.score, r.hop, r.engram.id))
     chosen = ranked[: filters.limit]
     strengthen(engine, [r.engram for r in chosen], now)
@@ -395,7 +410,7 @@ def load_pool(engine: Engine, found: dict[str, Candidate], filters: Listing) -> 
     """
     size = max(POOL_MIN, POOL_PER_RESULT * filters.limit)
     order = sorted(found, key=lambda i: (-found[i].similarity / (1 + found[i].hop), i))
-    typed = filters.memory_type is not None or filters.is_filtered()
+    typed = filters.memory_type is not None or _narrow(filters)
     wanted = order[: size * (POOL_TYPED_FACTOR if typed else 1)]
     loaded = {
         e.id: e for e in engine.backend.get_engrams(wanted, embeddings=False) if filters.matches(e)

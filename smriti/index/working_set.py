@@ -226,7 +226,13 @@ class WorkingSet:
                     matched[cue_id] = sim
         graph = self.graph
         seeds.cues = [
-            CueMatch(c, matched[c], graph.degree(c), graph.engrams_for_cue(c, query.cue_fanout))
+            CueMatch(
+                c,
+                matched[c],
+                graph.degree(c),
+                graph.engrams_for_cue(c, query.cue_fanout),
+                self.cues_by_id[c].cue_type,
+            )
             for c in sorted(matched)
             if c in self.cues_by_id
         ]

@@ -709,6 +709,22 @@ class StorageBackendTests:
         assert got[0][1] == pytest.approx(float(unit(query) @ cues[4].embedding), abs=1e-4)
         assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
 
+    def test_seek_cue_matches_carry_the_cue_type(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        person, word = build.cue("ada", cue_type="entity"), build.cue("engine")
+        self.store(backend, build.engram(1), [person, word])
+        by_name = backend.seek(Seek(k=1, cue_names=["ada", "engine"]))
+        assert {(m.cue_id, m.cue_type) for m in by_name.cues} == {
+            (person.id, "entity"),
+            (word.id, "keyword"),
+        }
+        near = build.near(person.embedding, seed=5, noise=0.01)  # type: ignore[arg-type]
+        by_vector = backend.seek(
+            Seek(k=1, cue_vectors=np.stack([near]), cue_neighbours=1, cue_similarity=0.5)
+        )
+        assert [(m.cue_id, m.cue_type) for m in by_vector.cues] == [(person.id, "entity")]
+
     # -- text search -----------------------------------------------------------------------
     def test_text_search_covers_content_summary_tags(
         self, backend: StorageBackend, build: GraphBuilder

@@ -528,7 +528,7 @@ CALL {{
     RETURN collect([e.id, l.strength, e.importance]) AS scanned
   }}
   RETURN collect([q.id, sim, coalesce(d.n, 0),
-                  CASE WHEN scan IS NULL THEN d.top ELSE scanned END]) AS cues
+                  CASE WHEN scan IS NULL THEN d.top ELSE scanned END, q.cue_type]) AS cues
 }}
 """
 SEEK_TOTAL = f"""

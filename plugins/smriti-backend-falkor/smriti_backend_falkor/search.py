@@ -182,8 +182,14 @@ class SeekAnswer:
         if "cues" in self.row:
             seeds.cues = sorted(
                 (
-                    CueMatch(cid, float(sim), int(degree), by_importance(engrams)[: self.fanout])
-                    for cid, sim, degree, engrams in self.row["cues"]
+                    CueMatch(
+                        cid,
+                        float(sim),
+                        int(degree),
+                        by_importance(engrams)[: self.fanout],
+                        cue_type or "",
+                    )
+                    for cid, sim, degree, engrams, cue_type in self.row["cues"]
                 ),
                 key=lambda c: (-c.similarity, c.cue_id),
             )

@@ -28,17 +28,21 @@ class SeekMixin(_Self):  # type: ignore[misc,valid-type]
             seeds.vector = [(i, s) for i, s in hits if s >= query.vector_floor]
         if query.text:
             seeds.text = self.text_search(query.text, query.k, query.memory_type)
-        matched = {c.id: 1.0 for c in self.get_cues(query.cue_names)} if query.cue_names else {}
+        named = self.get_cues(query.cue_names) if query.cue_names else []
+        matched = {c.id: 1.0 for c in named}
+        types = {c.id: c.cue_type for c in named}
         for row in query.cue_vectors if query.cue_vectors is not None else ():
             for cue, sim in self.cue_vector_search(row, query.cue_neighbours):
                 if sim >= query.cue_similarity and matched.get(cue.id, -2.0) < sim:
                     matched[cue.id] = sim
+                    types[cue.id] = cue.cue_type
         if matched:
             ids = sorted(matched)
             degrees = self.cue_degrees(ids)
             members = self.engrams_for_cues(ids, query.cue_fanout)
             seeds.cues = [
-                CueMatch(c, matched[c], degrees.get(c, 0), members.get(c, [])) for c in ids
+                CueMatch(c, matched[c], degrees.get(c, 0), members.get(c, []), types.get(c, ""))
+                for c in ids
             ]
         return seeds
 

@@ -155,7 +155,7 @@ CALL () {{
   CALL () {{{branches}  }}
   WITH c, max(sim) AS sim
   CALL (c) {{{members}  }}
-  RETURN collect([c.id, sim, COUNT {{ (c)<-[:EncodedBy]-() }}, engrams]) AS cues
+  RETURN collect([c.id, sim, COUNT {{ (c)<-[:EncodedBy]-() }}, engrams, c.cue_type]) AS cues
 }}
 """
 TOTAL = """
@@ -283,11 +283,11 @@ def seeds_from(record: Any, query: Seek) -> Seeds:
     seeds.vector = [h for h in hits if h[1] >= query.vector_floor][:k]
     text = [(i, float(s)) for i, s in record.get("text") or () if i is not None and s]
     seeds.text = sorted(text, key=lambda h: -h[1])[:k]
-    for cue_id, sim, degree, engrams in record.get("cues") or ():
+    for cue_id, sim, degree, engrams, cue_type in record.get("cues") or ():
         if cue_id is None or sim is None:
             continue
         members = [(e, float(s)) for e, s in engrams if e is not None and s is not None]
-        seeds.cues.append(CueMatch(cue_id, cosine(sim), int(degree or 0), members))
+        seeds.cues.append(CueMatch(cue_id, cosine(sim), int(degree or 0), members, cue_type or ""))
     seeds.cues.sort(key=lambda m: (-m.similarity, m.cue_id))
     return seeds
 

@@ -228,8 +228,12 @@ class ReadsMixin(_Self):  # type: ignore[misc,valid-type]
         ids = sorted(similarity, key=lambda c: (-similarity[c], c))
         degrees = self._degrees(conn, ids)
         members = self._members(conn, ids, query.cue_fanout)
+        types = dict(_in_chunks(conn, "SELECT id, cue_type FROM cue WHERE id IN ({marks})", ids))
         return [
-            CueMatch(c, float(similarity[c]), degrees.get(c, 0), members.get(c, [])) for c in ids
+            CueMatch(
+                c, float(similarity[c]), degrees.get(c, 0), members.get(c, []), types.get(c, "")
+            )
+            for c in ids
         ]
 
     def neighbourhood(self, query: Expand) -> Neighbourhood:
