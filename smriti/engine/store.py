@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -172,7 +173,7 @@ def _write(
     conflicts = found.conflicts or []
 
     def search() -> tuple[list[Association], int]:
-        linked, cluster = associate(engine, found.hits)
+        linked, cluster = associate(engine, found.hits, found.engrams)
         edges = {t: Association(engram.id, t, sim, "semantic", now) for t, sim in linked}
         # Only a memory that says something changed outranks the one it contradicts:
         # look-alike statements are reported, but ranked on their own merits.
@@ -266,9 +267,11 @@ def embed_memory(engine: Engine, text: str, refs: list[CueRef]) -> tuple[np.ndar
     return vectors[0], cues
 
 
-def associate(engine: Engine, hits: list[tuple[str, float]]) -> tuple[list[tuple[str, float]], int]:
+def associate(
+    engine: Engine, hits: list[tuple[str, float]], loaded: Mapping[str, Engram] | None = None
+) -> tuple[list[tuple[str, float]], int]:
     """The top-k of ``hits`` above the association threshold, and the strongest one's
-    cluster."""
+    cluster (from ``loaded`` when the duplicate check already read it)."""
     s = engine.settings
     if s.association_top_k == 0:
         return [], UNASSIGNED_CLUSTER
@@ -276,5 +279,8 @@ def associate(engine: Engine, hits: list[tuple[str, float]]) -> tuple[list[tuple
     links = links[: s.association_top_k]
     if not links:
         return [], UNASSIGNED_CLUSTER
-    strongest = engine.backend.get_engrams([links[0][0]])
+    first = links[0][0]
+    if loaded is not None and first in loaded:
+        return links, loaded[first].cluster_id
+    strongest = engine.backend.get_engrams([first], embeddings=False)
     return links, strongest[0].cluster_id if strongest else UNASSIGNED_CLUSTER

@@ -497,6 +497,11 @@ class FalkorBackend(StorageBackend):
         keys = list(dict.fromkeys(normalise_cue_name(n) for n in names))
         return [cue_from_row(r) for r in self._read(Q.GET_CUES, keys=keys)] if keys else []
 
+    def get_cues_by_id(self, ids: Sequence[str]) -> list[Cue]:
+        """Stored cues with these ids (one lookup, not the base class's scan)."""
+        wanted = list(dict.fromkeys(ids))
+        return [cue_from_row(r) for r in self._read(Q.GET_CUES_BY_ID, ids=wanted)] if wanted else []
+
     # -- streams -------------------------------------------------------------------------
     def iter_engrams(self, batch_size: int = 1000) -> Iterator[Engram]:
         """Every engram with its embedding, ordered by id, ``batch_size`` per query."""

@@ -390,6 +390,11 @@ UNWIND $keys AS key
 MATCH (q:Cue {{user: $user, key: key}})
 RETURN {CUE_COLUMNS}
 """
+GET_CUES_BY_ID = f"""
+UNWIND $ids AS id
+MATCH (q:Cue {{user: $user, id: id}})
+RETURN {CUE_COLUMNS}
+"""
 PAGE_LINKS = """
 MATCH (e:Engram {user: $user})-[l:EncodedBy]->(q:Cue)
 WHERE e.id > $after_a OR (e.id = $after_a AND q.id > $after_b)

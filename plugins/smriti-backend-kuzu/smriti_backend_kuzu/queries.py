@@ -331,6 +331,12 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
         found = [by_key.get(key) for key in keys]
         return [self.stored_cue(c) for c in found if c is not None]
 
+    def get_cues_by_id(self, ids: Sequence[str]) -> list[Cue]:
+        """Stored cues with these ids, with embeddings (from memory)."""
+        by_id = self.cues_by_id
+        found = [by_id.get(i) for i in dict.fromkeys(ids)]
+        return [self.stored_cue(c) for c in found if c is not None]
+
     def cue_vector_search(self, embedding: np.ndarray, k: int) -> list[tuple[Cue, float]]:
         """Top-k cues by cosine, from the in-process cue cache."""
         by_id = self.cues_by_id
