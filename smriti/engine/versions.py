@@ -234,7 +234,8 @@ def related(engine: Engine, memory_id: object, limit: object = 10) -> dict[str, 
             for other, _ in members:
                 offer(other, "shared_cue", strength, names.get(cue_id, ""))
     if len(found) < count and e.cluster_id >= 0:
-        for other in engine.backend.list_page(Listing(count + 1, cluster_id=e.cluster_id)):
+        same = Listing(count + 1, cluster_id=e.cluster_id, include_superseded=False)
+        for other in engine.backend.list_page(same):
             offer(other.id, "cluster", 0.1)
     order = sorted(found, key=lambda i: (-found[i][1], i))
     engrams = {x.id: x for x in _engrams(engine, order[: count * 2])}

@@ -110,7 +110,7 @@ def _recall(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> d
         tag_match=args.get("tag_match", "any"),
         since=args.get("since"),
         until=args.get("until"),
-        include_superseded=bool(args.get("include_superseded")),
+        include_superseded=args.get("include_superseded", False),
         cursor=args.get("cursor"),
     )
     return {
