@@ -58,12 +58,11 @@ async def test_least_recently_used_users_are_closed_and_reopened(tmp_path: Path)
     tokens = make_keys(tmp_path / "store" / ".api-keys.json", users)
     with HttpServer(env, tmp_path / "server.log") as server:
         stored = {}
-        for _ in range(2):  # the second round reopens every user's store
+        for rounds in range(2):  # the second round reopens every user's store
             for user in users:
                 async with client(server.url, tokens[user]) as session:
-                    done = await session.call_tool(
-                        "smriti_store", {"content": f"{user} parks the bike"}
-                    )
+                    text = f"{user} parks bike number {rounds}"  # distinct: not a duplicate
+                    done = await session.call_tool("smriti_store", {"content": text})
                     assert not done.is_error, done
                     stored.setdefault(user, []).append(done.structured_content["id"])
         for user in users:
