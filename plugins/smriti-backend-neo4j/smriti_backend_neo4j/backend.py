@@ -302,7 +302,9 @@ class Neo4jBackend(StorageBackend):
                     )
                 return list(result.records)
             except BackendError as exc:
-                if not (read and _unexpected(exc.__cause__)) or time.monotonic() >= deadline:
+                # At least one retry, even when a slow failing attempt used up the time.
+                late = tries > 0 and time.monotonic() >= deadline
+                if not (read and _unexpected(exc.__cause__)) or late:
                     raise
                 self._note_retry(exc.__cause__, tries)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -357,7 +359,7 @@ class Neo4jBackend(StorageBackend):
                 retryable = isinstance(cause, (Neo4jError, DriverError)) and (
                     cause.is_retryable() or _unexpected(cause)
                 )
-                if not retryable or time.monotonic() >= deadline:
+                if not retryable or (tries > 0 and time.monotonic() >= deadline):
                     raise
                 self._note_retry(cause, tries)
         raise AssertionError("unreachable")  # pragma: no cover
