@@ -74,6 +74,24 @@ class Engram:
         """True once a correction replaced this memory."""
         return bool(self.superseded_by)
 
+    def to_dict(self) -> dict[str, object]:
+        """The fields every tool result shows of a memory (no embedding)."""
+        return {
+            "id": self.id,
+            "content": self.content,
+            "summary": self.summary,
+            "memory_type": self.memory_type,
+            "importance": round(self.importance, 4),
+            "tags": list(self.tags),
+            "source": self.source,
+            "created_at": self.created_at.isoformat(),
+            "last_accessed_at": self.last_accessed_at.isoformat(),
+            "access_count": self.access_count,
+            "cluster_id": self.cluster_id,
+            "supersedes": self.supersedes,
+            "superseded_by": self.superseded_by,
+        }
+
     def with_changes(self, **changes: object) -> Engram:
         """A copy with some fields replaced."""
         return replace(self, **changes)
@@ -163,21 +181,8 @@ class RecallResult:
 
     def to_dict(self) -> dict[str, object]:
         """The tool-facing representation (no embedding)."""
-        e = self.engram
         return {
-            "id": e.id,
-            "content": e.content,
-            "summary": e.summary,
-            "memory_type": e.memory_type,
-            "importance": round(e.importance, 4),
-            "tags": list(e.tags),
-            "source": e.source,
-            "created_at": e.created_at.isoformat(),
-            "last_accessed_at": e.last_accessed_at.isoformat(),
-            "access_count": e.access_count,
-            "cluster_id": e.cluster_id,
-            "supersedes": e.supersedes,
-            "superseded_by": e.superseded_by,
+            **self.engram.to_dict(),
             "score": round(self.score, 6),
             "match_type": self.match_type,
             "hop": self.hop,

@@ -36,22 +36,10 @@ RELATED_MAX = 100
 
 
 def memory_out(e: Engram) -> dict[str, Any]:
-    """The tool-facing form of one memory (no embedding)."""
+    """The tool-facing form of one memory in full (no embedding)."""
     return {
-        "id": e.id,
-        "content": e.content,
-        "summary": e.summary,
-        "memory_type": e.memory_type,
-        "importance": round(e.importance, 4),
-        "tags": list(e.tags),
-        "source": e.source,
-        "created_at": e.created_at.isoformat(),
-        "last_accessed_at": e.last_accessed_at.isoformat(),
-        "access_count": e.access_count,
+        **e.to_dict(),
         "decay_factor": round(e.decay_factor, 4),
-        "cluster_id": e.cluster_id,
-        "supersedes": e.supersedes,
-        "superseded_by": e.superseded_by,
         "superseded_at": e.superseded_at.isoformat() if e.superseded_at else None,
     }
 
@@ -92,26 +80,25 @@ def get(engine: Engine, memory_id: object) -> dict[str, Any]:
 
 def chain(engine: Engine, e: Engram) -> list[Engram]:
     """Every version of ``e``'s memory, oldest first (``e`` included)."""
-    older: list[Engram] = []
     seen = {e.id}
-    here = e
-    while here.supersedes and len(seen) < MAX_VERSIONS:
-        previous = _engrams(engine, [here.supersedes])
-        if not previous or previous[0].id in seen:
-            break
-        here = previous[0]
-        seen.add(here.id)
-        older.append(here)
-    newer: list[Engram] = []
-    here = e
-    while here.superseded_by and len(seen) < MAX_VERSIONS:
-        following = _engrams(engine, [here.superseded_by])
-        if not following or following[0].id in seen:
-            break
-        here = following[0]
-        seen.add(here.id)
-        newer.append(here)
+    older = _follow(engine, e, "supersedes", seen)
+    newer = _follow(engine, e, "superseded_by", seen)
     return [*reversed(older), e, *newer]
+
+
+def _follow(engine: Engine, e: Engram, link: str, seen: set[str]) -> list[Engram]:
+    """The versions reached from ``e`` by its ``link`` field, nearest first; stops at a
+    missing (forgotten) version or one already in ``seen`` (a cycle in imported data)."""
+    out: list[Engram] = []
+    here = e
+    while getattr(here, link) and len(seen) < MAX_VERSIONS:
+        found = _engrams(engine, [getattr(here, link)])
+        if not found or found[0].id in seen:
+            break
+        here = found[0]
+        seen.add(here.id)
+        out.append(here)
+    return out
 
 
 def history(engine: Engine, memory_id: object) -> dict[str, Any]:
