@@ -299,6 +299,9 @@ class Settings:
     conflict_threshold: float = field(
         default=0.8, metadata={"env": "CONFLICT_THRESHOLD", "parse": _float(0.0, 1.0)}
     )
+    contiguity_seconds: int = field(
+        default=1800, metadata={"env": "CONTIGUITY_SECONDS", "parse": _int(0, 10**7)}
+    )
     weight_similarity: float = field(
         default=0.4, metadata={"env": "WEIGHT_SIMILARITY", "parse": _float(0.0, 10.0)}
     )

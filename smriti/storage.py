@@ -223,7 +223,8 @@ class StorageBackend(ABC):
 
         With ``embeddings`` (the default) each comes with its embedding; without, a
         backend may leave ``embedding`` None and save reading and sending the vectors
-        (recall's candidate pool never uses them).
+        (recall asks for them only for its candidate pool, to score every candidate by
+        its exact cosine).
         """
 
     def list_engrams(self, limit: int, memory_type: str | None = None) -> list[Engram]:

@@ -91,7 +91,7 @@ def test_recall_degrades_to_cues_and_lexical(engine: Engine, fake: FakeOpenAI, o
     assert _embedding_calls(fake) - before == 2  # the outage was real: both attempts failed
     assert results.degraded and "embedding provider is unavailable" in results.warning
     assert results[0].engram.content == MEMORIES[0]
-    assert {r.match_type for r in results} <= {"cue", "lexical", "association"}
+    assert {r.match_type for r in results} <= {"cue", "lexical", "association", "context"}
     searched = engine.recall("Lisbon office", mode="search")
     assert searched.degraded
     assert [(r.engram.content, r.match_type) for r in searched][:1] == [(MEMORIES[1], "lexical")]

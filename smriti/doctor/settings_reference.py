@@ -70,6 +70,9 @@ MEANINGS: dict[str, str] = {
     "CONFLICT_THRESHOLD": "Cosine at or above which a new memory sharing a cue with an "
     "existing one but saying something else is reported in possible_conflicts (0.2 lower "
     "when the new text says something changed: now, no longer, moved...).",
+    "CONTIGUITY_SECONDS": "A new memory stored within this many seconds of the previous one "
+    "(same user) follows it: recall raises the memories just before and after a strong "
+    "match; 0: off.",
     "WEIGHT_SIMILARITY": "Recall score weight of similarity.",
     "WEIGHT_RECENCY": "Recall score weight of recency of access.",
     "WEIGHT_IMPORTANCE": "Recall score weight of importance.",

@@ -18,6 +18,7 @@ from smriti.embedding import Embedder
 from smriti.engine import components, versions
 from smriti.engine.background import Background
 from smriti.engine.consolidate import ConsolidationReport, consolidate
+from smriti.engine.contiguity import Timeline
 from smriti.engine.gate import WriteGate
 from smriti.engine.recall import RecallResults, recall
 from smriti.engine.store import StoreOutcome, store
@@ -75,6 +76,8 @@ class Engine:
         #: Stores and forgets pass together; ``smriti reembed`` passes alone.
         self.writes = WriteGate()
         self._helper: ThreadPoolExecutor | None = None
+        #: The memory a new one follows (``smriti.engine.contiguity``).
+        self.timeline = Timeline(settings.contiguity_seconds)
         self.is_open = False
 
     @classmethod
@@ -239,6 +242,7 @@ class Engine:
             if not found or not self.backend.delete_engrams([key]):
                 raise NotFound(f"no memory with id {key!r} for user {self.user!r}")
         self._size = max(0, self._size - 1)
+        self.timeline.forget(key)
         self.dirty.set()
         return found[0]
 

@@ -3,10 +3,11 @@
 When the embedder fails (ProviderError after its retries: an embedding API that answers
 5xx or 429, stalls past its timeout, or returns garbage), recall degrades instead of
 failing: the channels that need no embedding (cues matched by exact or normalised name,
-lexical search, association and shared-cue hops from those seeds) still answer, and the
-results say so (``RecallResults.degraded`` and ``warning``). ``search`` mode, which is
-vector-only, falls back to the lexical channel with the same flag: an agent that asked
-for memories gets the best available ones and is told why they may be fewer.
+lexical search, association and shared-cue hops and neighbours in time from those
+seeds) still answer, and the results say so (``RecallResults.degraded`` and
+``warning``). ``search`` mode, which is vector-only, falls back to the lexical channel
+with the same flag: an agent that asked for memories gets the best available ones and
+is told why they may be fewer.
 """
 
 from __future__ import annotations
@@ -19,11 +20,20 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from smriti import validation
+from smriti.engine.contiguity import FOLLOWS
 from smriti.engine.cursor import decode, encode
+from smriti.engine.fusion import CONTEXT, Fusion
 from smriti.engine.scoring import Weights, composite, recency, seed_cluster
 from smriti.errors import InvalidInput, ProviderError
 from smriti.logs import get_logger
-from smriti.model import Engram, EngramUpdate, RecallResult, normalise_cue_name, utcnow
+from smriti.model import (
+    Association,
+    Engram,
+    EngramUpdate,
+    RecallResult,
+    normalise_cue_name,
+    utcnow,
+)
 from smriti.reads import Expand, Listing, Neighbourhood, Seeds, Seek, list_key
 from smriti.storage import unit
 
@@ -258,16 +268,24 @@ def associative(engine: Engine, text: str, filters: Listing) -> RecallResults:
     )
     # ... and a stored name is never reached through a query cue's embedding.
     seeds.cues = [m for m in seeds.cues if m.similarity >= 1.0 or m.cue_type != "entity"]
+    fusion = Fusion(
+        cue=cue_hits(seeds, len(names)),
+        vector={i: _cosine(s) for i, s in seeds.vector},
+        lexical=_normalised(seeds.text),
+        query=vectors[0] if vectors is not None else None,
+        subjects=tuple(n for n in names if kinds[n] == "entity"),
+    )
     found: dict[str, Candidate] = {}
-    _merge(found, cue_hits(seeds, len(names)), "cue", 0)
-    _merge(found, {i: _cosine(s) for i, s in seeds.vector}, "vector", 0)
-    _merge(found, _normalised(seeds.text), "lexical", 0)
-    contested = expand(engine, found)
+    _merge(found, fusion.cue, "cue", 0)
+    _merge(found, fusion.vector, "vector", 0)
+    _merge(found, fusion.lexical, "lexical", 0)
+    fusion.provisional(found)
+    contested = expand(engine, found, fusion.context)
     if vectors is not None and _narrow(filters):
         pool = load_pool(engine, found, filters)
         if len(pool) < limit:
             found.update(scan(engine, vectors[0], filters, found))
-    results = RecallResults(rank(engine, found, filters, contested))
+    results = RecallResults(rank(engine, found, filters, contested, fusion))
     return results.mark_degraded(warning) if warning else results
 
 
@@ -310,24 +328,36 @@ def _merge(found: dict[str, Candidate], scores: dict[str, float], match: str, ho
             found[eid] = Candidate(sim, match, hop)
 
 
-def expand(engine: Engine, found: dict[str, Candidate]) -> set[tuple[str, str]]:
+def expand(
+    engine: Engine,
+    found: dict[str, Candidate],
+    context: set[tuple[str, str]] | None = None,
+) -> set[tuple[str, str]]:
     """Add up to MAX_HOPS hops over associations (both directions) and shared cues.
 
     Returns the (newer, older) pairs of the ``conflicts`` and ``supersedes`` edges seen
-    on the way, for ``rank``.
+    on the way, for ``rank``. The ``follows`` edges of the direct hits expanded are not
+    hops: their (later, earlier) pairs go to ``context`` and the neighbour not yet found
+    becomes a ``context`` candidate, scored on its own (``smriti.engine.fusion``).
     """
     contested: set[tuple[str, str]] = set()
     frontier = _top(found, 0)
     for hop in range(1, MAX_HOPS + 1):
         if not frontier:
             return contested
+        # One more edge per direction than a hop follows: the ``follows`` edge to a
+        # neighbour in time (strength 1) would otherwise take an association's place.
         around = engine.backend.neighbourhood(
-            Expand(frontier, HOP_EDGES, HOP_CUE_MAX_DEGREE, HOP_CUE_MAX_DEGREE)
+            Expand(frontier, HOP_EDGES + 1, HOP_CUE_MAX_DEGREE, HOP_CUE_MAX_DEGREE)
         )
         reached: dict[str, float] = {}
-        for edge in around.associations:
+        for edge in _strongest(around.associations, frontier):
             if edge.relation_type in CONTESTING:
                 contested.add((edge.source_id, edge.target_id))
+            if edge.relation_type == FOLLOWS:
+                if hop == 1 and context is not None:
+                    _neighbour_in_time(found, context, edge.source_id, edge.target_id)
+                continue
             for here, there in ((edge.source_id, edge.target_id), (edge.target_id, edge.source_id)):
                 if here in frontier and there not in found:
                     sim = found[here].similarity * edge.strength
@@ -337,6 +367,36 @@ def expand(engine: Engine, found: dict[str, Candidate]) -> set[tuple[str, str]]:
         _merge(found, reached, "association", hop)
         frontier = _top(found, hop)
     return contested
+
+
+def _strongest(edges: list[Association], frontier: list[str]) -> list[Association]:
+    """Every ``follows`` edge, and the HOP_EDGES strongest others per frontier memory and
+    direction; equal strengths are ordered by the other end's id, so every backend keeps
+    the same edges whatever order it returns ties in."""
+    ends = set(frontier)
+    kept: dict[tuple[str, bool], list[Association]] = {}
+    out: list[Association] = []
+    for edge in edges:
+        if edge.relation_type == FOLLOWS:
+            out.append(edge)
+            continue
+        for here, outgoing in ((edge.source_id, True), (edge.target_id, False)):
+            if here in ends:
+                kept.setdefault((here, outgoing), []).append(edge)
+    chosen: dict[tuple[str, str, str], Association] = {}
+    for (_, outgoing), group in kept.items():
+        group.sort(key=lambda e: (-e.strength, e.target_id if outgoing else e.source_id))
+        for edge in group[:HOP_EDGES]:
+            chosen[(edge.source_id, edge.target_id, edge.relation_type)] = edge
+    return out + list(chosen.values())
+
+
+def _neighbour_in_time(
+    found: dict[str, Candidate], context: set[tuple[str, str]], later: str, earlier: str
+) -> None:
+    context.add((later, earlier))
+    for engram_id in (later, earlier):
+        found.setdefault(engram_id, Candidate(0.0, CONTEXT, 1))
 
 
 def shared_cue_hops(around: Neighbourhood, found: dict[str, Candidate]) -> dict[str, float]:
@@ -368,22 +428,30 @@ def rank(
     found: dict[str, Candidate],
     filters: Listing,
     contested: set[tuple[str, str]] = frozenset(),  # type: ignore[assignment]
+    fusion: Fusion | None = None,
 ) -> list[RecallResult]:
     """Score candidates, keep the best ``limit`` passing the filters, strengthen them.
+
+    With ``fusion``, direct hits and context neighbours get their exact fused
+    similarity first, and context neighbours are scored as direct hits (hop 0 in the
+    composite score; their result still says hop 1).
 
     Of two memories in conflict (or a version and its correction, when superseded ones
     are asked for), the newer ranks first: when the older one scores higher, the newer
     one moves just above it (the older one keeps its score, so a false alarm costs any
     other result one place at most).
     """
-    engrams = load_pool(engine, found, filters)
+    exact = fusion is not None and fusion.query is not None
+    engrams = load_pool(engine, found, filters, embeddings=exact)
+    if fusion is not None:
+        fusion.rescore(found, engrams)
     now = utcnow()
     weights = Weights.from_settings(engine.settings)
     seed = seed_cluster(engrams[i] for i, c in found.items() if c.hop == 0 and i in engrams)
     results = {
         i: RecallResult(
             e,
-            composite(e, found[i].similarity, found[i].hop, seed, now, weights),
+            composite(e, found[i].similarity, _scored_hop(found[i]), seed, now, weights),
             found[i].match_type,
             found[i].hop,
         )
@@ -400,20 +468,35 @@ def rank(
     return chosen
 
 
-def load_pool(engine: Engine, found: dict[str, Candidate], filters: Listing) -> dict[str, Engram]:
+def _scored_hop(candidate: Candidate) -> int:
+    return 0 if candidate.match_type == CONTEXT else candidate.hop
+
+
+def load_pool(
+    engine: Engine, found: dict[str, Candidate], filters: Listing, embeddings: bool = False
+) -> dict[str, Engram]:
     """Load the most promising candidates (by similarity per hop) passing ``filters``.
 
     One ``get_engrams`` call (one round trip on a server backend): a candidate far down
     this order cannot win on recency, importance and decay alone. With a filter,
     POOL_TYPED_FACTOR times as many are loaded, since cue and hop candidates are not
-    filtered before this.
+    filtered before this. Context neighbours, whose own similarity is not known yet,
+    come after the best half of the rest. With ``embeddings`` the engrams carry their
+    embeddings (for exact cosines).
     """
     size = max(POOL_MIN, POOL_PER_RESULT * filters.limit)
-    order = sorted(found, key=lambda i: (-found[i].similarity / (1 + found[i].hop), i))
+    ranked = sorted(
+        (i for i, c in found.items() if c.match_type != CONTEXT),
+        key=lambda i: (-found[i].similarity / (1 + found[i].hop), i),
+    )
+    context = sorted(i for i, c in found.items() if c.match_type == CONTEXT)
+    order = ranked[: size // 2] + context + ranked[size // 2 :]
     typed = filters.memory_type is not None or _narrow(filters)
     wanted = order[: size * (POOL_TYPED_FACTOR if typed else 1)]
     loaded = {
-        e.id: e for e in engine.backend.get_engrams(wanted, embeddings=False) if filters.matches(e)
+        e.id: e
+        for e in engine.backend.get_engrams(wanted, embeddings=embeddings)
+        if filters.matches(e)
     }
     chosen = [i for i in wanted if i in loaded][:size]
     return {i: loaded[i] for i in chosen}

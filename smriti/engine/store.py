@@ -10,6 +10,7 @@ import numpy as np
 
 from smriti import validation
 from smriti.engine import duplicates
+from smriti.engine.contiguity import FOLLOWS
 from smriti.errors import ProviderError
 from smriti.model import (
     MEMORY_TYPES,
@@ -171,6 +172,8 @@ def _write(
         supersedes=correction.old.id if correction is not None else "",
     )
     conflicts = found.conflicts or []
+    # A correction takes its old version's place; it is not the next thing said.
+    previous = engine.timeline.advance(engram.id, now) if correction is None else None
 
     def search() -> tuple[list[Association], int]:
         linked, cluster = associate(engine, found.hits, found.engrams)
@@ -186,6 +189,10 @@ def _write(
             edges[old.id] = Association(engram.id, old.id, 1.0, "supersedes", now)
             if cluster == UNASSIGNED_CLUSTER:
                 cluster = old.cluster_id
+        # One edge per pair: a previous memory the new one is already associated with
+        # keeps that (semantic) link.
+        if previous is not None:
+            edges.setdefault(previous, Association(engram.id, previous, 1.0, FOLLOWS, now))
         return list(edges.values()), cluster
 
     # The backend may run the search while it writes the rest of the memory.

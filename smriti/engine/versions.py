@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from smriti import validation
+from smriti.engine.contiguity import FOLLOWS
 from smriti.engine.store import Correction, StoreOutcome, store
 from smriti.errors import InvalidInput, NotFound
 from smriti.model import Association, Engram, EngramUpdate, utcnow
@@ -158,7 +159,8 @@ def _carried(engine: Engine, old: Engram) -> list[Association]:
     """The old version's associations to memories that are still current, as edges
     to carry over (their source is replaced by the new version's id)."""
     around = engine.backend.neighbourhood(Expand([old.id], RELATED_MAX, 0, 0))
-    edges = [a for a in around.associations if a.relation_type not in VERSION_RELATIONS]
+    # A correction takes the old version's associations, not its place in time.
+    edges = [a for a in around.associations if a.relation_type not in (*VERSION_RELATIONS, FOLLOWS)]
     current = {e.id for e in _engrams(engine, _ends(edges, old.id)) if not e.is_superseded}
     out: dict[str, Association] = {}
     for a in edges:
@@ -208,6 +210,8 @@ def related(engine: Engine, memory_id: object, limit: object = 10) -> dict[str, 
         relation = a.relation_type if a.relation_type != "semantic" else "association"
         if a.relation_type == "supersedes" and not out:
             relation = "superseded_by"
+        elif a.relation_type == FOLLOWS and not out:
+            relation = "followed_by"
         offer(a.target_id if out else a.source_id, relation, a.strength)
     if e.superseded_by:
         offer(e.superseded_by, "superseded_by", 1.0)

@@ -96,11 +96,12 @@ all applied before the limit: memory_type (episodic, semantic or procedural); ta
 since and before until). Old versions that a correction replaced are left out unless \
 include_superseded is true. Each result has id, content, summary, memory_type, \
 importance, tags, source, created_at, score, match_type (cue, vector, lexical, \
-association or list), hop, supersedes and superseded_by (version links, "" if \
-none). Read-only for your data: in "recall" mode it only refreshes the returned \
-memories' access statistics (so used memories decay slower). If the embedding \
-provider is unavailable, results come from cue and lexical matching only ("search" \
-falls back to lexical) and the result carries degraded: true and a warning."""
+context (stored next to a match), association or list), hop, supersedes and \
+superseded_by (version links, "" if none). Read-only for your data: in "recall" \
+mode it only refreshes the returned memories' access statistics (so used memories \
+decay slower). If the embedding provider is unavailable, results come from cue and \
+lexical matching only ("search" falls back to lexical) and the result carries \
+degraded: true and a warning."""
 
 MANAGE_DESCRIPTION = """\
 Manage memory; memory_id comes from smriti_recall, and an unknown id is an error that \

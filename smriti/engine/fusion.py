@@ -1,0 +1,125 @@
+"""How recall weighs its channels for one memory, and what its neighbours in time add.
+
+A direct hit's similarity is a weighted mean of three pieces of evidence: the query's
+cosine similarity to the memory, its lexical score (relative to the best lexical hit)
+and its cue score (``recall.cue_hits``). Agreement between channels counts: a memory
+both worded like the query and close to it in meaning beats one that is only either.
+The cosine is exact for every memory in the loaded pool (read from its embedding when
+the vector channel did not return it); before the pool is loaded, a hit outside the
+vector channel's top k is given the lowest cosine that channel returned, which it
+cannot exceed.
+
+A memory whose subject the query names gains ``SUBJECT_BONUS``: its text starts with
+an entity the query names ("Melanie: ..." for a question about Melanie, "Alice prefers
+..." for one about Alice). A name anywhere else in a memory says less: a conversation
+mentions its people everywhere.
+
+Then contiguity (``smriti.engine.contiguity``): a memory and the ones stored just before
+and after it share context, so each gains ``CONTEXT_SHARE`` of its strongest
+neighbour's similarity. A neighbour reached only this way is a ``context`` result,
+scored like a direct hit on its own similarity plus that share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from smriti.model import Engram, normalise_cue_name
+from smriti.storage import unit
+
+if TYPE_CHECKING:
+    from smriti.engine.recall import Candidate
+
+#: Weights of the cosine, lexical and cue evidence of a direct hit.
+VECTOR_WEIGHT = 2.0
+LEXICAL_WEIGHT = 0.7
+CUE_WEIGHT = 0.25
+#: Added to the similarity of a memory that starts with an entity the query names.
+SUBJECT_BONUS = 0.15
+#: Share of a neighbour's similarity that a memory stored just before or after it gains.
+CONTEXT_SHARE = 0.3
+#: The match type of a memory found through a neighbour in time.
+CONTEXT = "context"
+
+
+@dataclass(slots=True)
+class Fusion:
+    """One recall's channel scores, its query vector and the contiguity pairs seen."""
+
+    cue: dict[str, float]
+    vector: dict[str, float]
+    lexical: dict[str, float]
+    #: The query's embedding; None when the embedder failed (no cosine evidence).
+    query: np.ndarray | None = None
+    #: (later, earlier) pairs of memories stored one after the other.
+    context: set[tuple[str, str]] = field(default_factory=set)
+    #: The entity names of the query, normalised (``normalise_cue_name``).
+    subjects: tuple[str, ...] = ()
+
+    def similarity(self, engram_id: str, cosine: float) -> float:
+        """The weighted mean of the three channels' evidence for one memory."""
+        vector_weight = VECTOR_WEIGHT if self.query is not None else 0.0
+        total = vector_weight + LEXICAL_WEIGHT + CUE_WEIGHT
+        return (
+            vector_weight * max(0.0, cosine)
+            + LEXICAL_WEIGHT * self.lexical.get(engram_id, 0.0)
+            + CUE_WEIGHT * self.cue.get(engram_id, 0.0)
+        ) / total
+
+    def provisional(self, found: Mapping[str, Candidate]) -> None:
+        """Give every direct hit its fused similarity before the pool is loaded."""
+        floor = min(self.vector.values(), default=0.0)
+        for engram_id, candidate in found.items():
+            if candidate.hop == 0:
+                cosine = self.vector.get(engram_id, floor)
+                candidate.similarity = self.similarity(engram_id, cosine)
+
+    def rescore(self, found: Mapping[str, Candidate], pool: dict[str, Engram]) -> None:
+        """Exact fused similarity of the pool's direct hits and context neighbours, each
+        raised by its strongest neighbour in time (capped at 1).
+
+        A context neighbour whose neighbours in time are not in the pool (a filter left
+        them out) leaves the pool: it was found through them alone."""
+        own: dict[str, float] = {}
+        for engram_id, engram in pool.items():
+            candidate = found[engram_id]
+            if candidate.hop == 0 or candidate.match_type == CONTEXT:
+                value = self.similarity(engram_id, self.cosine(engram_id, engram))
+                if leads(engram.content, self.subjects):
+                    value += SUBJECT_BONUS
+                own[engram_id] = value
+        gain: dict[str, float] = {}
+        for later, earlier in self.context:
+            for here, there in ((later, earlier), (earlier, later)):
+                if here in own and there in own:
+                    gain[here] = max(gain.get(here, 0.0), CONTEXT_SHARE * own[there])
+        for engram_id, value in own.items():
+            if found[engram_id].match_type == CONTEXT and engram_id not in gain:
+                del pool[engram_id]
+                continue
+            found[engram_id].similarity = min(1.0, value + gain.get(engram_id, 0.0))
+
+    def cosine(self, engram_id: str, engram: Engram) -> float:
+        """The query's cosine similarity to ``engram`` (0 without a query vector)."""
+        if engram_id in self.vector:
+            return self.vector[engram_id]
+        if self.query is None or engram.embedding is None:
+            return 0.0
+        value = float(unit(engram.embedding) @ unit(self.query))
+        return max(-1.0, min(1.0, value))
+
+
+def leads(content: str, names: tuple[str, ...]) -> bool:
+    """Whether ``content`` starts with one of ``names`` as a whole word (both compared
+    as cue names are: NFKC, lower case, whitespace collapsed)."""
+    if not names:
+        return False
+    text = normalise_cue_name(content[:200])
+    for name in names:
+        if text.startswith(name) and not text[len(name) : len(name) + 1].isalnum():
+            return True
+    return False
