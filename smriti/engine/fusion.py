@@ -63,20 +63,27 @@ class Fusion:
     def similarity(self, engram_id: str, cosine: float) -> float:
         """The weighted mean of the three channels' evidence for one memory."""
         vector_weight = VECTOR_WEIGHT if self.query is not None else 0.0
-        total = vector_weight + LEXICAL_WEIGHT + CUE_WEIGHT
         return (
             vector_weight * max(0.0, cosine)
             + LEXICAL_WEIGHT * self.lexical.get(engram_id, 0.0)
             + CUE_WEIGHT * self.cue.get(engram_id, 0.0)
-        ) / total
+        ) / (vector_weight + LEXICAL_WEIGHT + CUE_WEIGHT)
 
     def provisional(self, found: Mapping[str, Candidate]) -> None:
-        """Give every direct hit its fused similarity before the pool is loaded."""
+        """Give every direct hit its fused similarity before the pool is loaded (the
+        arithmetic of ``similarity``, inlined: a recall has hundreds of direct hits)."""
         floor = min(self.vector.values(), default=0.0)
+        vector_weight = VECTOR_WEIGHT if self.query is not None else 0.0
+        total = vector_weight + LEXICAL_WEIGHT + CUE_WEIGHT
+        vector, lexical, cue = self.vector, self.lexical, self.cue
         for engram_id, candidate in found.items():
             if candidate.hop == 0:
-                cosine = self.vector.get(engram_id, floor)
-                candidate.similarity = self.similarity(engram_id, cosine)
+                cosine = max(0.0, vector.get(engram_id, floor))
+                candidate.similarity = (
+                    vector_weight * cosine
+                    + LEXICAL_WEIGHT * lexical.get(engram_id, 0.0)
+                    + CUE_WEIGHT * cue.get(engram_id, 0.0)
+                ) / total
 
     def rescore(self, found: Mapping[str, Candidate], pool: dict[str, Engram]) -> None:
         """Exact fused similarity of the pool's direct hits and context neighbours, each
@@ -84,14 +91,14 @@ class Fusion:
 
         A context neighbour whose neighbours in time are not in the pool (a filter left
         them out) leaves the pool: it was found through them alone."""
+        scored = [i for i in pool if found[i].hop == 0 or found[i].match_type == CONTEXT]
+        cosines = self.cosines(scored, pool)
         own: dict[str, float] = {}
-        for engram_id, engram in pool.items():
-            candidate = found[engram_id]
-            if candidate.hop == 0 or candidate.match_type == CONTEXT:
-                value = self.similarity(engram_id, self.cosine(engram_id, engram))
-                if leads(engram.content, self.subjects):
-                    value += SUBJECT_BONUS
-                own[engram_id] = value
+        for engram_id in scored:
+            value = self.similarity(engram_id, cosines[engram_id])
+            if leads(pool[engram_id].content, self.subjects):
+                value += SUBJECT_BONUS
+            own[engram_id] = value
         gain: dict[str, float] = {}
         for later, earlier in self.context:
             for here, there in ((later, earlier), (earlier, later)):
@@ -103,14 +110,19 @@ class Fusion:
                 continue
             found[engram_id].similarity = min(1.0, value + gain.get(engram_id, 0.0))
 
-    def cosine(self, engram_id: str, engram: Engram) -> float:
-        """The query's cosine similarity to ``engram`` (0 without a query vector)."""
-        if engram_id in self.vector:
-            return self.vector[engram_id]
-        if self.query is None or engram.embedding is None:
-            return 0.0
-        value = float(unit(engram.embedding) @ unit(self.query))
-        return max(-1.0, min(1.0, value))
+    def cosines(self, ids: list[str], pool: Mapping[str, Engram]) -> dict[str, float]:
+        """The query's cosine similarity to each of ``ids``: the vector channel's where it
+        has one, else from the engram's embedding in one product (0 without either)."""
+        out = {i: self.vector.get(i, 0.0) for i in ids}
+        missing = [i for i in ids if i not in self.vector and pool[i].embedding is not None]
+        if self.query is None or not missing:
+            return out
+        rows = np.stack([pool[i].embedding for i in missing]).astype(np.float32)
+        norms = np.linalg.norm(rows, axis=1)
+        norms[norms == 0] = 1.0
+        values = np.clip((rows @ unit(self.query)) / norms, -1.0, 1.0)
+        out.update(zip(missing, values.tolist(), strict=True))
+        return out
 
 
 def leads(content: str, names: tuple[str, ...]) -> bool:
