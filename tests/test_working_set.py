@@ -13,6 +13,7 @@ from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 from structlog.testing import capture_logs
 
@@ -378,6 +379,45 @@ def test_changes_to_a_working_set_loaded_packed_survive_the_next_snapshot(
     try:
         assert _loaded_from(logs) == "snapshot"
         assert _everything(third, ids) == want
+    finally:
+        third.close()
+
+
+def test_a_snapshot_maps_its_vectors_and_they_outlive_the_next_save(
+    tmp_path: Path, build: GraphBuilder
+) -> None:
+    """The vectors of a snapshot are mapped, not read; memories added past the saved
+    rows, forgetting and the next save (which replaces the mapped files) keep every
+    search exact, and a file without spare rows (an older snapshot) is read instead."""
+    backend = _open(tmp_path)
+    _fill(backend, build, 30)
+    backend.close()
+    units = tmp_path / "alice" / "working-set" / "vec_units.npy"
+    saved = np.load(units, mmap_mode="r")
+    assert saved.shape[0] > 30 and not saved[30:].any()  # spare rows, zeros
+    again = _open(tmp_path)
+    try:
+        matrix = again._ws.vectors._matrix  # type: ignore[union-attr]
+        assert isinstance(matrix.base, np.memmap)
+        for i in range(30, 80):  # past the spare rows: the cache grows out of the map
+            again.add_memory(build.engram(i, content=f"memory number {i} words"), [], [])
+        again.delete_engrams(["e00003", "e00040"])
+        want = [again.seek(Seek(k=3, vector=build.vec(i))).vector for i in (7, 50, 79)]
+        assert want == [
+            again.inner.seek(Seek(k=3, vector=build.vec(i))).vector for i in (7, 50, 79)
+        ]
+        again._save_snapshot()  # the files under the live mapping are replaced
+        assert [again.seek(Seek(k=3, vector=build.vec(i))).vector for i in (7, 50, 79)] == want
+    finally:
+        again.close()
+    old = np.load(units)[:78]
+    np.save(units, old)  # no spare rows, as snapshots were written before
+    with capture_logs() as logs:
+        third = _open(tmp_path)
+    try:
+        assert _loaded_from(logs) == "snapshot"
+        assert not isinstance(third._ws.vectors._matrix.base, np.memmap)  # type: ignore[union-attr]
+        assert [third.seek(Seek(k=3, vector=build.vec(i))).vector for i in (7, 50, 79)] == want
     finally:
         third.close()
 

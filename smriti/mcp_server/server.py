@@ -77,16 +77,16 @@ def run_server(
 
     On stdio, ``early`` is the reader that may have answered ``initialize`` already
     (``smriti.mcp_server.early``). The MCP SDK is imported on a thread while the memory
-    is reached: each takes a second or more, and a client is waiting.
+    is reached: each takes a second or more, and a client is waiting. The store's owner
+    process is started first, so that its start does not wait behind the import.
     """
     configure_logging(settings.log_level)
     from smriti.owner.service import open_service
 
     sdk = threading.Thread(target=_import_tools, name="smriti-import-sdk", daemon=True)
-    sdk.start()
-
     plan: HttpPlan | None = None
     if transport == "http":
+        sdk.start()
         from smriti.mcp_server.http import plan_http
 
         plan = plan_http(settings, host, port)
@@ -99,10 +99,18 @@ def run_server(
         if plan is not None and plan.verifier is not None:
             memory = _user_memories(settings, plan)
         else:
+            # The SDK is imported only once the owner is on its way: both compete for
+            # this process's interpreter lock, and the owner's start is the longer path.
             memory = open_service(
-                settings, f"{transport} server", background=True, attach_wait=ATTACH_WAIT_SECONDS
+                settings,
+                f"{transport} server",
+                background=True,
+                attach_wait=ATTACH_WAIT_SECONDS,
+                meanwhile=None if sdk.ident is not None else sdk.start,
             )
             log.info("serving", transport=transport, user=memory.user, shared=memory.remote)
+        if sdk.ident is None:
+            sdk.start()
         sdk.join()
         from smriti.mcp_server.tools import build_server
 

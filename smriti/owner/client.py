@@ -29,6 +29,8 @@ from smriti.owner.service import Service
 from smriti.progress import Progress, ProgressArg, progress_bar
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from smriti.config import Settings
 
 log = get_logger(__name__)
@@ -225,11 +227,18 @@ class RemoteService(Service):
         return service
 
     @classmethod
-    def attach_soon(cls, settings: Settings, kind: str, wait: float) -> RemoteService:
+    def attach_soon(
+        cls,
+        settings: Settings,
+        kind: str,
+        wait: float,
+        meanwhile: Callable[[], object] | None = None,
+    ) -> RemoteService:
         """Attach in the background, waiting at most ``wait`` seconds: a server can then
         answer its client while the owner still opens a large store. An error within
         ``wait`` is raised; a later one is logged, and each call until the owner is
-        reached tries again (and waits for the attempt under way)."""
+        reached tries again (and waits for the attempt under way). ``meanwhile`` is
+        called once the attempt has started, before the wait."""
         service = cls(settings, kind)
         done = threading.Event()
         failed: list[BaseException] = []
@@ -248,6 +257,8 @@ class RemoteService(Service):
                 done.set()
 
         threading.Thread(target=attach, name="smriti-attach", daemon=True).start()
+        if meanwhile is not None:
+            meanwhile()
         if done.wait(wait) and failed:
             raise failed[0]
         if not done.is_set():

@@ -16,6 +16,8 @@ from smriti.owner import ops
 from smriti.progress import ProgressArg
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from smriti.config import Settings
     from smriti.engine import Engine
 
@@ -188,6 +190,7 @@ def open_service(
     *,
     background: bool = False,
     attach_wait: float | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> Service:
     """The memory for ``settings``, for a process described by ``kind`` (shown by
     ``smriti doctor``, e.g. ``stdio server`` or ``cli recall``).
@@ -196,8 +199,10 @@ def open_service(
     the engine itself (servers do; one-shot commands do not). ``attach_wait``: reach
     an owner in the background and return after at most this many seconds (servers,
     so that they answer their client while a large store opens); None waits until it
-    is reached. Raises what opening the store raises (ConfigError, BackendError, ...),
-    in this process or the owner.
+    is reached. ``meanwhile`` is called once the memory is on its way (an owner is
+    being reached or started in the background, or just before the engine opens here),
+    for work that should overlap the wait. Raises what opening the store raises
+    (ConfigError, BackendError, ...), in this process or the owner.
     """
     from smriti import validation
 
@@ -208,8 +213,12 @@ def open_service(
         from smriti.owner.client import RemoteService
 
         if attach_wait is not None:
-            return RemoteService.attach_soon(settings, kind, attach_wait)
+            return RemoteService.attach_soon(settings, kind, attach_wait, meanwhile)
+        if meanwhile is not None:
+            meanwhile()
         return RemoteService.connect(settings, kind)
+    if meanwhile is not None:
+        meanwhile()
     from smriti.engine import Engine
 
     engine = Engine.from_settings(settings)
