@@ -56,7 +56,9 @@ class LeidenClusterer(Clusterer):
         import igraph as ig
 
         index = {node: i for i, node in enumerate(nodes)}
-        graph = ig.Graph(n=len(nodes), edges=[(index[a], index[b]) for a, b, _ in edges])
+        # Generators: igraph copies the pairs into its own arrays, so no list of 300,000
+        # tuples is built beside them at 100,000 memories.
+        graph = ig.Graph(n=len(nodes), edges=((index[a], index[b]) for a, b, _ in edges))
         graph.es["weight"] = [max(float(w), 1e-6) for _, _, w in edges]
         resolution, membership = self._resolution(graph, state)
         ids = stable_ids(nodes, membership, previous)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from array import array
 from collections.abc import Iterable
 from concurrent import futures
 from dataclasses import asdict, dataclass, field
@@ -171,18 +172,20 @@ def undirected_edges(
     keys with numpy instead of string tuples saves seconds at 100k memories.
     """
     index = {node: i for i, node in enumerate(nodes)}
-    ends: list[int] = []
-    weights: list[float] = []
+    # Typed arrays, not lists: 300,000 edges as Python ints and floats are ~30 MB more
+    # at the peak of a consolidation.
+    ends = array("q")
+    weights = array("d")
     for edge in associations:
         a, b = index.get(edge.source_id), index.get(edge.target_id)
         if a is None or b is None or a == b:
             continue
-        ends += (a, b) if a < b else (b, a)
+        ends.extend((a, b) if a < b else (b, a))
         weights.append(edge.strength)
     if not weights:
         return []
-    pairs = np.asarray(ends, dtype=np.int64).reshape(-1, 2)
-    strength = np.asarray(weights, dtype=np.float64)
+    pairs = np.frombuffer(ends, dtype=np.int64).reshape(-1, 2)
+    strength = np.frombuffer(weights, dtype=np.float64)
     keys = pairs[:, 0] * len(nodes) + pairs[:, 1]
     order = np.lexsort((-strength, keys))  # by pair, strongest first within a pair
     first = np.ones(order.size, dtype=bool)

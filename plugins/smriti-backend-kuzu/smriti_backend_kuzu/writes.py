@@ -173,7 +173,10 @@ _STAGED_TYPES = {
 #: Per-row ``SET`` through UNWIND costs ~0.5 ms a row in Kùzu 0.11.3 (60k rows: 29 s);
 #: the staged update of the same rows took 0.5 s.
 STAGED_UPDATE = 1000
-STAGED_BATCH = 50_000
+#: Updates are written this many at a time, each batch in a transaction of its own: Kùzu
+#: keeps a transaction's changes in memory until it commits, and a consolidation of a
+#: large store updates most of its memories (a join per batch is a few milliseconds).
+STAGED_BATCH = 10_000
 #: Replaces ``EngramUpdateStage`` (keyed by engram id, so keys were reused).
 STAGING_TABLE = "EngramUpdateRows"
 STAGE_ROWS_BATCH = 5000
