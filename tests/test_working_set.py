@@ -341,6 +341,7 @@ def _everything(backend: SqliteBackend | IndexedBackend, ids: list[str]) -> tupl
         sorted((lk.engram_id, lk.cue_id, lk.strength) for lk in around.links),
         around.degrees,
         {c: sorted(m) for c, m in around.members.items()},
+        set(backend.iter_associations()),  # the stream too, packed and unpacked edges alike
     )
 
 
