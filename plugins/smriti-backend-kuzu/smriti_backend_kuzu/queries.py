@@ -33,7 +33,7 @@ from smriti_backend_kuzu.codec import (
     ts_out,
     vec_out,
 )
-from smriti_backend_kuzu.text import bm25, query_tokens
+from smriti_backend_kuzu.text import bm25, document_counts, needle, query_terms, query_tokens
 
 if TYPE_CHECKING:
     from smriti_backend_kuzu.backend import KuzuBackend as _Self
@@ -287,12 +287,13 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
         self, query: str, k: int, memory_type: str | None = None
     ) -> list[tuple[str, float]]:
         """Lexical top-k: Kùzu's FTS index when built, else a BM25 scan."""
-        tokens = query_tokens(query)
-        if k <= 0 or not tokens:
+        if k <= 0:
             return []
         if "engram_fts" in self.index_names():
-            return self._fts_search(tokens, k, memory_type)
-        return self._scan_text(tokens, k, memory_type)
+            tokens = query_tokens(query)
+            return self._fts_search(tokens, k, memory_type) if tokens else []
+        terms = query_terms(query)
+        return self._scan_text(terms, k, memory_type) if terms else []
 
     def _fts_search(
         self, tokens: list[str], k: int, memory_type: str | None
@@ -306,12 +307,14 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
         return [(r[0], float(r[1])) for r in rows]
 
     def _scan_text(
-        self, tokens: list[str], k: int, memory_type: str | None
+        self, terms: list[str], k: int, memory_type: str | None
     ) -> list[tuple[str, float]]:
+        """BM25 over the engrams holding a query term, scored with the core's analyzer;
+        ``CONTAINS`` finds candidates (a word may hold a term without being it)."""
         text = "lower(e.content + ' ' + e.summary + ' ' + e.tags_text)"
-        params: dict[str, Any] = {f"w{i}": tok for i, tok in enumerate(tokens)}
+        params: dict[str, Any] = {f"w{i}": needle(term) for i, term in enumerate(terms)}
         # Only the number of slots shapes the query; the words themselves are parameters.
-        match = " OR ".join(f"{text} CONTAINS $w{i}" for i in range(len(tokens)))
+        match = " OR ".join(f"{text} CONTAINS $w{i}" for i in range(len(terms)))
         where = f"({match})"
         if memory_type is not None:
             where += " AND e.memory_type = $t"
@@ -320,8 +323,8 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
             f"MATCH (e:Engram) WHERE {where} RETURN e.id, e.content, e.summary, e.tags_text",
             params,
         )
-        docs = {r[0]: f"{r[1]} {r[2]} {r[3]}" for r in rows}
-        return bm25(tokens, docs)[:k]
+        docs = {r[0]: document_counts(r[1], r[2], r[3]) for r in rows}
+        return bm25(terms, docs)[:k]
 
     # -- cues and edges ---------------------------------------------------------------------
     def get_cues(self, names: Sequence[str]) -> list[Cue]:

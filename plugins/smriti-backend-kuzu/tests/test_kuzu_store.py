@@ -567,3 +567,18 @@ def test_one_process_holds_many_stores_open(kuzu_factory: Factory) -> None:
     for i, backend in enumerate(stores):
         backend.add_memory(build.engram(i), [], [])
     assert [b.count_engrams() for b in stores] == [1] * 24
+
+
+def test_the_native_text_scan_uses_the_core_analyzer(kuzu_factory: Factory) -> None:
+    """Without a working set, text search drops stopwords and folds plurals as the
+    working set and the reference backend do: a memory that only shares 'the' with the
+    query is no hit, and 'strawberries' is found by 'strawberry' and the other way."""
+    backend = kuzu_factory("alice")
+    build = GraphBuilder(8)
+    texts = ["the user loves strawberries", "a strawberry field in June", "the the the end"]
+    for i, text in enumerate(texts):
+        backend.add_memory(build.engram(i, content=text), [], [])
+    found = [i for i, _ in backend.text_search("Where is the strawberry?", 5)]
+    assert sorted(found) == ["e00000", "e00001"]
+    assert [i for i, _ in backend.text_search("strawberries", 5)][0] in ("e00000", "e00001")
+    assert backend.text_search("the and of", 5) == []
