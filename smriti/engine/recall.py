@@ -23,6 +23,7 @@ from smriti import validation
 from smriti.engine.contiguity import FOLLOWS
 from smriti.engine.cursor import decode, encode
 from smriti.engine.fusion import CONTEXT, Fusion
+from smriti.engine.inflection import relaxed
 from smriti.engine.scoring import Weights, composite, recency, seed_cluster
 from smriti.errors import InvalidInput, ProviderError
 from smriti.logs import get_logger
@@ -257,7 +258,8 @@ def associative(engine: Engine, text: str, filters: Listing) -> RecallResults:
             k=2 * limit,
             vector=vectors[0] if vectors is not None else None,
             vector_floor=VECTOR_FLOOR,
-            text=text,
+            # Questions inflect their verbs unlike the statements that answer them.
+            text=relaxed(text),
             memory_type=memory_type,
             cue_names=names,
             cue_vectors=vectors[1:] if vectors is not None and fuzzy else None,
