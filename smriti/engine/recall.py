@@ -25,6 +25,7 @@ from smriti.engine.cursor import decode, encode
 from smriti.engine.fusion import CONTEXT, Fusion
 from smriti.engine.inflection import relaxed
 from smriti.engine.scoring import Weights, composite, recency, seed_cluster
+from smriti.engine.when import windows
 from smriti.errors import InvalidInput, ProviderError
 from smriti.logs import get_logger
 from smriti.model import (
@@ -276,6 +277,7 @@ def associative(engine: Engine, text: str, filters: Listing) -> RecallResults:
         lexical=_normalised(seeds.text),
         query=vectors[0] if vectors is not None else None,
         subjects=tuple(n for n in names if kinds[n] == "entity"),
+        when=windows(text),
     )
     found: dict[str, Candidate] = {}
     _merge(found, fusion.cue, "cue", 0)
