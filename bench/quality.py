@@ -2,7 +2,8 @@
 
 Per conversation, every turn is stored through ``Engine.store`` on Kùzu (the full store
 pipeline: heuristic cues, embeddings, associations), the memory's ``source`` is its
-``dia_id`` and its last access is set to the session's date. One consolidation then runs
+``dia_id``, its ``occurred_at`` the session's date (plus the turn's index in seconds, so
+turns keep their order) and its last access is set to the same time. One consolidation then runs
 (decay, Leiden clusters), as the hourly job would have. Each question is recalled with
 ``mode=recall, limit=10``.
 
@@ -98,7 +99,7 @@ def load_memories(engine: Any, items: Sequence[tuple[str, str, Any]]) -> list[fl
     updates = []
     for source, text, when in items:
         started = time.perf_counter()
-        outcome = engine.store(text, source=source)
+        outcome = engine.store(text, source=source, occurred_at=when)
         seconds.append(time.perf_counter() - started)
         if when is not None:
             updates.append(EngramUpdate(outcome.engram.id, last_accessed_at=when))

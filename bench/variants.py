@@ -10,7 +10,7 @@ then scores the candidates with a fusion rule and the engine's composite score:
 - ``noisy-or``: similarity = 1 - prod(1 - channel score);
 - ``rrf``: similarity = reciprocal-rank fusion of the channel rankings, scaled to [0, 1].
 
-``k_factor`` sets the vector/lexical candidate depth (the engine uses 2 x limit) and
+``k_factor`` sets the vector/lexical candidate depth (the engine uses 3 x limit, ``recall.SEEK_PER_RESULT``) and
 ``hops=False`` skips multi-hop expansion.
 
 Hop results keep the similarity the engine gave them. Nothing here changes the engine;

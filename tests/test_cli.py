@@ -70,6 +70,14 @@ def one_error_line(result: subprocess.CompletedProcess[str], code: int) -> str:
     return lines[0]
 
 
+def test_store_with_occurred_at(env: dict[str, str]) -> None:
+    stored = ok_json(
+        smriti(env, "store", "We moved to Lisbon", "--occurred-at", "2021-03-04T10:00Z", "--json")
+    )
+    assert stored["created_at"] == "2021-03-04T10:00:00+00:00"
+    assert "occurred_at" in one_error_line(smriti(env, "store", "x", "--occurred-at", "soon"), 2)
+
+
 def test_store_recall_forget_stats_with_json(env: dict[str, str]) -> None:
     stored = ok_json(
         smriti(env, "store", "Ravi's cat is called Biscuit", "--tags", "pets, ravi", "--json")

@@ -124,3 +124,27 @@ def test_fusion_adds_a_share_of_the_neighbours_similarity() -> None:
     both = fusion.similarity("q", 0.9)
     only_vector = Fusion(cue={}, vector={"q": 0.9}, lexical={}, query=query).similarity("q", 0.9)
     assert both > only_vector, "agreement between channels counts"
+
+
+def test_the_question_factor_leaves_the_answers_share_whole() -> None:
+    import numpy as np
+
+    from smriti.engine.fusion import CONTEXT, CONTEXT_SHARE, QUESTION_FACTOR, Fusion, asks
+    from smriti.engine.recall import Candidate
+    from smriti.model import Engram
+
+    assert asks("What pet do you have? ") and not asks("Luna? No, Oliver is the cat.")
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    fusion = Fusion(cue={}, vector={"q": 0.9}, lexical={"q": 1.0}, query=query)
+    fusion.context.add(("a", "q"))
+    found = {"q": Candidate(0.0, "vector", 0), "a": Candidate(0.0, CONTEXT, 1)}
+    now = utcnow()
+    pool = {
+        i: Engram(i, text, i, "semantic", 0.5, now, now, embedding=np.array(v, dtype=np.float32))
+        for i, text, v in (("q", "Which pet?", [1.0, 0.0]), ("a", "A cat.", [0.0, 1.0]))
+    }
+    fusion.rescore(found, pool)
+    own_q = fusion.similarity("q", 0.9)
+    assert found["a"].similarity == CONTEXT_SHARE * own_q
+    whole = min(1.0, own_q + CONTEXT_SHARE * fusion.similarity("a", 0.0))
+    assert found["q"].similarity == whole * QUESTION_FACTOR < whole

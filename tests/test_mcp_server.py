@@ -104,7 +104,7 @@ async def test_tools_have_schemas_and_annotations(client: Client) -> None:
     store = tools["smriti_store"]
     assert store.input_schema["required"] == ["content"]
     props = store.input_schema["properties"]
-    assert set(props) == {"content", "importance", "tags", "source"}
+    assert set(props) == {"content", "importance", "tags", "source", "occurred_at"}
     assert props["importance"]["type"] == "number"
     assert props["importance"]["default"] == 0.5
     assert props["tags"]["type"] == "string"
@@ -184,6 +184,20 @@ async def test_store_then_recall_round_trip(client: Client, engine: Engine) -> N
     assert listed.structured_content["mode"] == "list"
     assert {r["id"] for r in listed.structured_content["results"]} >= {memory["id"]}
     assert stored_count(engine) == 2
+
+
+async def test_store_dates_an_event_with_occurred_at(client: Client) -> None:
+    stored = await call(
+        client, "smriti_store", content="We moved to Lisbon", occurred_at="2021-03-04"
+    )
+    assert not stored.is_error, stored
+    assert stored.structured_content["created_at"] == "2021-03-04T00:00:00+00:00"
+    bad = await call(client, "smriti_store", content="We moved", occurred_at="last spring")
+    assert bad.is_error and "occurred_at" in str(bad.content)
+    found = await call(client, "smriti_recall", query="moved Lisbon", until="2022-01-01")
+    assert [r["id"] for r in found.structured_content["results"]] == [
+        stored.structured_content["id"]
+    ]
 
 
 async def test_memory_type_filter_and_search_mode(client: Client) -> None:

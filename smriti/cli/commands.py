@@ -80,7 +80,11 @@ def store(args: argparse.Namespace) -> int:
     content = sys.stdin.read() if args.content == "-" else args.content
     with open_memory(args, "store") as memory:
         data = memory.store(
-            content, importance=args.importance, tags=args.tags, source=args.source or None
+            content,
+            importance=args.importance,
+            tags=args.tags,
+            source=args.source or None,
+            occurred_at=args.occurred_at,
         )
         _push_backup(memory)
     output.emit(data, args.json, output.format_stored)

@@ -137,6 +137,12 @@ def _add_store(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     p.add_argument("--importance", type=_importance, default=0.5, help="0.0-1.0 (default 0.5)")
     p.add_argument("--tags", default="", help="comma-separated tags")
     p.add_argument("--source", default="", help="where the memory came from")
+    p.add_argument(
+        "--occurred-at",
+        default=None,
+        metavar="WHEN",
+        help="when it happened, ISO 8601 (default: now), for events stored after the fact",
+    )
     _json_flag(p)
     p.set_defaults(handler=commands.store)
 

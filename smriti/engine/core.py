@@ -159,13 +159,17 @@ class Engine:
         tags: object = None,
         source: object = None,
         memory_id: object = None,
+        occurred_at: object = None,
     ) -> StoreOutcome:
         """Remember ``content``; raises InvalidInput for bad arguments.
 
-        ``memory_id`` makes a repeated store idempotent (see ``smriti.engine.store``).
+        ``memory_id`` makes a repeated store idempotent; ``occurred_at`` (ISO 8601) dates
+        an event stored after the fact (see ``smriti.engine.store``).
         """
         with self.writes.shared():
-            return store(self, content, importance, tags, source, memory_id)
+            return store(
+                self, content, importance, tags, source, memory_id, occurred_at=occurred_at
+            )
 
     def recall(
         self,

@@ -18,6 +18,19 @@ Then contiguity (``smriti.engine.contiguity``): a memory and the ones stored jus
 and after it share context, so each gains ``CONTEXT_SHARE`` of its strongest
 neighbour's similarity. A neighbour reached only this way is a ``context`` result,
 scored like a direct hit on its own similarity plus that share.
+
+A query that names a date ("on 1 May, 2022", "in January 2022") raises by
+``DATE_BONUS`` the memories made at that time (``created_at``, which is ``occurred_at``
+for events stored after the fact; ``smriti.engine.when``). On LoCoMo this lifted R@10
+by about 0.015 on the tuning conversations and 0.01 on the held-out ones (12 % of the
+questions name a date).
+
+A memory that is itself a question ("What pet do you have?") records that something was
+asked, not what is known: it shares the query's words and shape, so it outranks the
+statement that answers it. Its similarity is scaled by ``QUESTION_FACTOR`` after the
+contiguity shares are given, so the answer stored after it still gains the full share
+of the question's match. On LoCoMo (bench/quality.py) this lifted R@10 by about 0.015
+on the tuning conversations and 0.01-0.02 on the held-out ones.
 """
 
 from __future__ import annotations
@@ -28,6 +41,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from smriti.engine.when import Window
 from smriti.model import Engram, normalise_cue_name
 from smriti.storage import unit
 
@@ -40,6 +54,10 @@ LEXICAL_WEIGHT = 0.7
 CUE_WEIGHT = 0.25
 #: Added to the similarity of a memory that starts with an entity the query names.
 SUBJECT_BONUS = 0.15
+#: Added to the similarity of a memory made at a time the query names.
+DATE_BONUS = 0.2
+#: Multiplies the similarity of a memory that is itself a question (see ``asks``).
+QUESTION_FACTOR = 0.8
 #: Share of a neighbour's similarity that a memory stored just before or after it gains.
 CONTEXT_SHARE = 0.3
 #: The match type of a memory found through a neighbour in time.
@@ -59,6 +77,8 @@ class Fusion:
     context: set[tuple[str, str]] = field(default_factory=set)
     #: The entity names of the query, normalised (``normalise_cue_name``).
     subjects: tuple[str, ...] = ()
+    #: The time windows of the dates the query names (``smriti.engine.when``).
+    when: tuple[Window, ...] = ()
 
     def similarity(self, engram_id: str, cosine: float) -> float:
         """The weighted mean of the three channels' evidence for one memory."""
@@ -98,6 +118,8 @@ class Fusion:
             value = self.similarity(engram_id, cosines[engram_id])
             if leads(pool[engram_id].content, self.subjects):
                 value += SUBJECT_BONUS
+            if self.when and any(w.contains(pool[engram_id].created_at) for w in self.when):
+                value += DATE_BONUS
             own[engram_id] = value
         gain: dict[str, float] = {}
         for later, earlier in self.context:
@@ -108,7 +130,10 @@ class Fusion:
             if found[engram_id].match_type == CONTEXT and engram_id not in gain:
                 del pool[engram_id]
                 continue
-            found[engram_id].similarity = min(1.0, value + gain.get(engram_id, 0.0))
+            value = min(1.0, value + gain.get(engram_id, 0.0))
+            if asks(pool[engram_id].content):
+                value *= QUESTION_FACTOR
+            found[engram_id].similarity = value
 
     def cosines(self, ids: list[str], pool: Mapping[str, Engram]) -> dict[str, float]:
         """The query's cosine similarity to each of ``ids``: the vector channel's where it
@@ -135,3 +160,8 @@ def leads(content: str, names: tuple[str, ...]) -> bool:
         if text.startswith(name) and not text[len(name) : len(name) + 1].isalnum():
             return True
     return False
+
+
+def asks(content: str) -> bool:
+    """Whether ``content`` ends as a question (its last sentence asks something)."""
+    return content.rstrip().endswith("?")

@@ -23,7 +23,9 @@ from smriti import validation
 from smriti.engine.contiguity import FOLLOWS
 from smriti.engine.cursor import decode, encode
 from smriti.engine.fusion import CONTEXT, Fusion
+from smriti.engine.inflection import relaxed
 from smriti.engine.scoring import Weights, composite, recency, seed_cluster
+from smriti.engine.when import windows
 from smriti.errors import InvalidInput, ProviderError
 from smriti.logs import get_logger
 from smriti.model import (
@@ -58,6 +60,10 @@ HOP_SEEDS = 10
 HOP_EDGES = 5
 HOP_CUE_MAX_DEGREE = 50
 MAX_HOPS = 2
+#: Vector and lexical hits asked of the backend per requested result. Three rather than
+#: two: on LoCoMo an answer is often the 11th-30th hit of one channel that another
+#: channel's evidence lifts (R@10 +0.015 on tuning and +0.012 on held-out conversations).
+SEEK_PER_RESULT = 3
 #: Candidates loaded and scored: POOL_PER_RESULT per requested result, at least POOL_MIN.
 POOL_PER_RESULT = 8
 POOL_MIN = 40
@@ -254,10 +260,11 @@ def associative(engine: Engine, text: str, filters: Listing) -> RecallResults:
         log.warning("embedding failed; recall uses cue names and lexical matching", error=str(exc))
     seeds = engine.backend.seek(
         Seek(
-            k=2 * limit,
+            k=SEEK_PER_RESULT * limit,
             vector=vectors[0] if vectors is not None else None,
             vector_floor=VECTOR_FLOOR,
-            text=text,
+            # Questions inflect their verbs unlike the statements that answer them.
+            text=relaxed(text),
             memory_type=memory_type,
             cue_names=names,
             cue_vectors=vectors[1:] if vectors is not None and fuzzy else None,
@@ -274,6 +281,7 @@ def associative(engine: Engine, text: str, filters: Listing) -> RecallResults:
         lexical=_normalised(seeds.text),
         query=vectors[0] if vectors is not None else None,
         subjects=tuple(n for n in names if kinds[n] == "entity"),
+        when=windows(text),
     )
     found: dict[str, Candidate] = {}
     _merge(found, fusion.cue, "cue", 0)

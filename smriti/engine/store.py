@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -11,7 +12,7 @@ import numpy as np
 from smriti import validation
 from smriti.engine import duplicates
 from smriti.engine.contiguity import FOLLOWS
-from smriti.errors import ProviderError
+from smriti.errors import InvalidInput, ProviderError
 from smriti.model import (
     MEMORY_TYPES,
     UNASSIGNED_CLUSTER,
@@ -103,6 +104,7 @@ def store(
     source: object = None,
     memory_id: object = None,
     correction: Correction | None = None,
+    occurred_at: object = None,
 ) -> StoreOutcome:
     """Validate, then remember ``content``; a failure leaves nothing stored.
 
@@ -111,6 +113,11 @@ def store(
     answering) finds the memory already there and returns it instead of storing it
     twice; the id is checked before anything is written, and the memory is written
     atomically, so either the first attempt is seen whole or the second one stores it.
+
+    ``occurred_at`` (optional, ISO 8601) is when what the memory records happened, for
+    events stored after the fact (an imported conversation history): it becomes the
+    memory's ``created_at``, which the ``since``/``until`` filters and the dates named
+    in a query (``smriti.engine.when``) read. It may not lie in the future.
 
     Content that duplicates an existing memory is not stored again: the existing one is
     strengthened and returned with ``deduplicated`` (``smriti.engine.duplicates``). A
@@ -121,6 +128,9 @@ def store(
     weight = validation.importance(importance)
     tag_list = validation.tags(tags)
     origin = validation.source(source)
+    happened = validation.moment(occurred_at, "occurred_at")
+    if happened is not None and happened > utcnow():
+        raise InvalidInput(f"occurred_at ({happened.isoformat()}) lies in the future")
     chosen_id = new_id() if memory_id is None else validation.new_memory_id(memory_id)
     if memory_id is not None and (existing := stored_outcome(engine, chosen_id)) is not None:
         return existing
@@ -139,7 +149,7 @@ def store(
             if found.duplicate is not None:
                 return deduplicated(engine, found.duplicate, weight, tag_list)
         return _write(engine, text, weight, tag_list, origin, chosen_id, extraction, vector,
-                      cues, found, correction)  # fmt: skip
+                      cues, found, correction, happened)  # fmt: skip
 
 
 def _write(
@@ -154,6 +164,7 @@ def _write(
     cues: list[Cue],
     found: duplicates.Neighbours,
     correction: Correction | None,
+    happened: datetime | None = None,
 ) -> StoreOutcome:
     now = utcnow()
     memory_type = extraction.memory_type if extraction.memory_type in MEMORY_TYPES else "semantic"
@@ -163,7 +174,7 @@ def _write(
         summary=(extraction.summary or text).strip()[:1000],
         memory_type=memory_type,
         importance=weight,
-        created_at=now,
+        created_at=now if happened is None else happened,
         last_accessed_at=now,
         embedding=vector,
         source=origin,

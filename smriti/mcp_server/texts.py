@@ -38,6 +38,9 @@ a deadline, or asks you to remember something.
 - One self-contained fact or event per call, written so it makes sense on its own \
 months later: name who and what ("Priya prefers tabs over spaces in Go code"), not \
 "she prefers tabs".
+- When you store something that happened earlier (importing a chat history, notes \
+about a past event), pass its date as occurred_at (ISO 8601): since/until and dates in \
+queries ("in May 2022") then find it by when it happened.
 - Set importance: 0.9-1.0 for things the user explicitly asks you to remember or that \
 would be costly to forget; 0.5 for ordinary facts; 0.1-0.3 for passing details.
 - Add a few comma-separated tags (project or topic names) and a source if it helps.

@@ -221,13 +221,27 @@ def _add_store(server: MCPServer, memories: Memories) -> None:
         source: Annotated[
             str, Field(description="Where this came from, e.g. 'chat', a URL or file.")
         ] = "",
+        occurred_at: Annotated[
+            str,
+            Field(
+                description="When it happened (ISO 8601, e.g. 2023-05-08 or "
+                "2023-05-08T13:56:00Z), for events stored after the fact such as an "
+                "imported chat history; empty means now."
+            ),
+        ] = "",
         ctx: Context | None = None,
     ) -> StoredMemoryOut:
         """Store one memory."""
         value = checked(validation.importance, importance)
+        happened = checked(validation.moment, occurred_at, "occurred_at")
         async with memories.use(ctx, "write") as engine:
             stored = await run_engine(
-                engine.store, content, importance=value, tags=tags, source=source or None
+                engine.store,
+                content,
+                importance=value,
+                tags=tags,
+                source=source or None,
+                occurred_at=happened.isoformat() if happened is not None else None,
             )
         return stored  # type: ignore[return-value]
 

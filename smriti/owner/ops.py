@@ -96,6 +96,7 @@ def _store(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> di
             tags=args.get("tags"),
             source=args.get("source"),
             memory_id=memory_id,
+            occurred_at=args.get("occurred_at"),
         )
     return outcome.to_dict()
 

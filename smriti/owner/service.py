@@ -51,9 +51,13 @@ class Service:
         importance: object = 0.5,
         tags: object = None,
         source: object = None,
+        occurred_at: object = None,
     ) -> dict[str, Any]:
-        """Remember ``content``: the stored memory's summary, cues and associations."""
+        """Remember ``content``: the stored memory's summary, cues and associations.
+        ``occurred_at`` (ISO 8601) dates an event stored after the fact."""
         args = {"content": content, "importance": importance, "tags": tags, "source": source}
+        if occurred_at is not None:
+            args["occurred_at"] = occurred_at
         return self.call("store", args)
 
     def recall(
