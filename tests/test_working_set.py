@@ -361,6 +361,11 @@ def test_changes_to_a_working_set_loaded_packed_survive_the_next_snapshot(
     again = _open(tmp_path)
     ids = [f"e{i:05d}" for i in range(45)]
     try:
+        # A new memory's links are kept beside the hub's packed members, not unpacked.
+        again.add_memory(build.engram(43, content="a short-lived one"), [hub], [])
+        assert again._ws is not None and again._ws.graph.c2e.size(hub.id) == 41
+        assert _everything(again, ids) == _everything(again.inner, ids)
+        again.delete_engrams(["e00043"])
         again.delete_engrams(["e00005", "e00012"])  # packed on both sides of their edges
         again.strengthen_engrams([EngramUpdate("e00020", access_count=9)])
         again.update_engrams([EngramUpdate("e00021", importance=0.9)])

@@ -178,19 +178,22 @@ class Graph:
     # -- edges ---------------------------------------------------------------------------
     def put_links(self, links: Iterable[tuple[str, str, float]]) -> None:
         with self.lock:
-            rows, cue_ids = self.rows, self.cue_ids
+            rows, cue_ids, c2e = self.rows, self.cue_ids, self.c2e
             for key, cue, strength in links:
                 row = rows.get(key)
                 if row is None:
                     continue
                 key = row[_KEY]  # type: ignore[assignment]
                 cue = cue_ids.setdefault(cue, cue)
-                members = self.c2e.setdefault(cue, {})
-                before = members.get(key)
                 self.e2c.setdefault(key, {})[cue] = strength
-                members[key] = strength
+                if self.e2c.is_base(key):  # loaded packed: the cue's packed list may hold it
+                    members = c2e.setdefault(cue, {})
+                    before, count = members.get(key), len(members)
+                    members[key] = strength
+                else:  # a memory stored since: no need to unpack a hub cue's members
+                    before, count = c2e.add_new(cue, key, strength)
                 if before is None:
-                    self.ranking.added(cue, key, strength, row[3], len(members) - 1)  # type: ignore[arg-type]
+                    self.ranking.added(cue, key, strength, row[3], count)  # type: ignore[arg-type]
                 elif before != strength:
                     self.ranking.restrengthened(cue, key, strength, row[3])  # type: ignore[arg-type]
 

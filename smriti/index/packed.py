@@ -4,14 +4,17 @@ At 100,000 memories the working set holds about a million EncodedBy links and 30
 associations. As dicts of dicts they cost some 200 bytes each and seconds to build,
 which is most of a large store's start time and of its memory. Here they are loaded
 as sorted arrays (one row range per key, as in a CSR matrix), and a key's dict is
-built the first time recall or a write touches it; everything else stays packed.
+built the first time recall or a write touches it; everything else stays packed. A
+store adds a link to each of its cues, hubs with tens of thousands of members among
+them: such an addition is kept beside the packed entry (``add_new``) rather than
+building the entry's dict (milliseconds for a hub) on every store that touches one.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Collection, Iterator, MutableMapping, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -40,6 +43,8 @@ class LazyMap(MutableMapping[str, V]):
         self._live: dict[str, V] = {}
         #: Base keys whose entry was built, replaced or deleted.
         self._taken: set[str] = set()
+        #: Items added to still-packed base entries (``add_new``), merged when built.
+        self._added: dict[str, dict[Any, Any]] = {}
         self._lock = threading.Lock()
         #: The packed lists behind the base entries, when they are ``Packed`` lists.
         self.packed = packed
@@ -50,7 +55,48 @@ class LazyMap(MutableMapping[str, V]):
         an export of every entry that unpacks nothing."""
         with self._lock:
             slots = self._slots
-            return dict(self._live), [slots[k] for k in self._taken]
+            live, taken = dict(self._live), [slots[k] for k in self._taken]
+            for key in self._added:  # built for the export only
+                live[key] = self._built(key, slots[key], keep=True)
+                taken.append(slots[key])
+            return live, taken
+
+    def _built(self, key: str, slot: int, keep: bool = False) -> V:
+        """The base entry of ``key`` with the items added to it (kept for later builds
+        when ``keep``, else handed over to the built entry)."""
+        value = self._build(slot)  # type: ignore[misc]
+        added = self._added.get(key) if keep else self._added.pop(key, None)
+        if added:
+            value.update(added)  # type: ignore[attr-defined]
+        return value
+
+    def add_new(self, key: str, name: Any, item: Any) -> tuple[Any, int]:
+        """``self[key][name] = item`` for an entry of dicts, when ``name`` is in no
+        packed entry (it was added since the lists were packed), without building a
+        still-packed entry of ``key``. Returns the item ``name`` had (or None) and the
+        entry's size before."""
+        with self._lock:
+            live = self._live.get(key)
+            slot = self._base_slot(key) if live is None else None
+            if live is None and slot is None:
+                live = self._live[key] = {}  # type: ignore[assignment]
+            if live is not None:
+                before, size = live.get(name), len(live)  # type: ignore[attr-defined]
+                live[name] = item  # type: ignore[index]
+                return before, size
+            added = self._added.setdefault(key, {})
+            before, size = added.get(name), len(added) + self._packed_size(slot)  # type: ignore[arg-type]
+            added[name] = item
+            return before, size
+
+    def _packed_size(self, slot: int) -> int:
+        if self.packed is None:
+            return len(self._build(slot))  # type: ignore[arg-type,misc]
+        return self.packed.size(slot)
+
+    def is_base(self, key: str) -> bool:
+        """Whether ``key`` was one of the packed keys (whatever happened to it since)."""
+        return key in self._slots
 
     def _base_slot(self, key: str) -> int | None:
         slot = self._slots.get(key)
@@ -67,18 +113,20 @@ class LazyMap(MutableMapping[str, V]):
             slot = self._base_slot(key)
             if slot is None or self._build is None:
                 raise KeyError(key)
-            value = self._live[key] = self._build(slot)
+            value = self._live[key] = self._built(key, slot)
             self._taken.add(key)
             return value
 
     def __setitem__(self, key: str, value: V) -> None:
         with self._lock:
             self._live[key] = value
+            self._added.pop(key, None)
             if key in self._slots:
                 self._taken.add(key)
 
     def __delitem__(self, key: str) -> None:
         with self._lock:
+            self._added.pop(key, None)
             if key in self._live:
                 del self._live[key]
             elif self._base_slot(key) is not None:
@@ -106,13 +154,13 @@ class LazyMap(MutableMapping[str, V]):
         slot = self._base_slot(key)
         if slot is None or self._build is None:
             return self._live.get(key)  # set by another thread meanwhile, or absent
-        return self._build(slot)
+        return self._built(key, slot, keep=True)
 
     def parts(self) -> tuple[dict[str, V], dict[str, int], set[str]]:
         """The unpacked entries, the base slots and the base keys no longer packed, for a
         reader's tight loop over many keys (its owner's lock held; nothing is copied): a
         key is unpacked when in the first, still packed when in the second and not the
-        third."""
+        third. Not for a map with items added by ``add_new`` (they are in none of them)."""
         return self._live, self._slots, self._taken
 
     def walk(self) -> Iterator[tuple[str, V]]:
@@ -132,17 +180,20 @@ class LazyMap(MutableMapping[str, V]):
             return 0
         if self.packed is None:
             return len(self[key])  # type: ignore[arg-type]
-        return self.packed.size(slot)
+        return self.packed.size(slot) + len(self._added.get(key, ()))
 
     def unpacked(self) -> int:
-        """The sum of the sizes of the entries held unpacked."""
-        return sum(len(v) for v in list(self._live.values()))  # type: ignore[arg-type]
+        """The sum of the sizes of the entries held unpacked (and of the items added to
+        packed ones)."""
+        added = sum(len(v) for v in list(self._added.values()))
+        return added + sum(len(v) for v in list(self._live.values()))  # type: ignore[arg-type]
 
     def total(self) -> int:
         """The sum of every entry's size (``size``), without building any (base entries
         count only when they are packed lists)."""
         with self._lock:
             live = sum(len(v) for v in self._live.values())  # type: ignore[arg-type]
+            live += sum(len(v) for v in self._added.values())
             taken = [self._slots[k] for k in self._taken]
         if self.packed is None:
             return live  # base entries of unknown size

@@ -46,12 +46,43 @@ def parse_ts(value: str | None) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def vector(values: Any) -> list[float] | None:
-    """An embedding as a plain float32-valued list, or None."""
+class FloatList:
+    """A float32 vector as a query parameter: the list literal FalkorDB's parameter
+    header holds, written once with 9 significant digits (enough for every float32 to
+    read back exactly).
+
+    The client spells a parameter list element by element through a generic formatter,
+    about 0.4 ms per 384-wide vector, and a store sends a dozen (the memory's and its
+    cues'); this takes a tenth of that and sends two thirds of the bytes. The client
+    writes any value that is not a string, list, dict or None with ``str()``, so the
+    literal still travels as a parameter, never as query text.
+    """
+
+    __slots__ = ("_text", "_size")
+
+    def __init__(self, values: np.ndarray) -> None:
+        items = values.tolist()
+        self._size = len(items)
+        self._text = "[" + ",".join([f"{x:.9g}" for x in items]) + "]"
+
+    def __str__(self) -> str:
+        return self._text
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FloatList) and other._text == self._text
+
+    def __hash__(self) -> int:
+        return hash(self._text)
+
+
+def vector(values: Any) -> FloatList | None:
+    """An embedding as a query parameter (float32 values), or None."""
     if values is None:
         return None
-    arr = np.asarray(values, dtype=np.float32).reshape(-1)
-    return [float(x) for x in arr]
+    return FloatList(np.asarray(values, dtype=np.float32).reshape(-1))
 
 
 def engram_props(engram: Engram, user: str) -> dict[str, Any]:

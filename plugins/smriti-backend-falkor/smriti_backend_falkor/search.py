@@ -22,7 +22,7 @@ from smriti.model import Association, Link, normalise_cue_name
 from smriti.reads import CueMatch, Expand, Neighbourhood, Seeds, Seek
 from smriti.storage import unit
 from smriti_backend_falkor import queries as Q
-from smriti_backend_falkor.records import association_from, fulltext_query, vector
+from smriti_backend_falkor.records import FloatList, association_from, fulltext_query, vector
 
 Way = Literal["index", "exact"]
 
@@ -39,12 +39,12 @@ class SeekInput:
     a RediSearch OR-query, cue names normalised; empty channels are None or empty."""
 
     k: int
-    vector: list[float] | None
+    vector: FloatList | None
     vector_floor: float
     text: str | None
     memory_type: str | None
     cue_names: list[str]
-    cue_vectors: list[list[float]]
+    cue_vectors: list[FloatList]
     cue_neighbours: int
     cue_similarity: float
     cue_fanout: int
@@ -73,14 +73,14 @@ class SeekInput:
         return len(rows[0]) if rows else 0
 
 
-def _unit_list(values: np.ndarray | None) -> list[float] | None:
+def _unit_list(values: np.ndarray | None) -> FloatList | None:
     if values is None:
         return None
     v = unit(values)
     return vector(v) if np.any(v) else None
 
 
-def _cue_rows(query: Seek) -> list[list[float]]:
+def _cue_rows(query: Seek) -> list[FloatList]:
     if query.cue_vectors is None:
         return []
     rows = np.asarray(query.cue_vectors, dtype=np.float32).reshape(-1, query.cue_vectors.shape[-1])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import timedelta
 
+import numpy as np
 import pytest
 from smriti_backend_falkor.backend import SCHEMA_VERSION, FalkorBackend
 
@@ -205,3 +206,27 @@ def test_degrees_and_engram_count_follow_every_write(
     assert seeds.total == backend.count_engrams() == 5
     assert [(c.cue_id, c.degree) for c in seeds.cues] == [(cue.id, 5)]
     assert backend.neighbourhood(Expand([engrams[0].id], 0, 10, 0)).degrees == {cue.id: 5}
+
+
+def test_embeddings_read_back_exactly_as_float32(
+    make_backend: Callable[..., FalkorBackend],
+) -> None:
+    """Vectors travel as preformatted literals (``records.FloatList``): every float32,
+    tiny, huge and negative ones included, must come back bit for bit, through each
+    write that sends one."""
+    backend = make_backend("alice")
+    values = np.random.default_rng(7).standard_normal(8).astype(np.float32)
+    values[:4] = [1e-38, -3.4e38, 1.0 / 3.0, -0.0]
+    engram = build.engram(1)
+    engram.embedding = values
+    cue = build.cue("exact")
+    cue.embedding = values[::-1].copy()
+    backend.add_memory(engram, [cue], [])
+    imported = build.engram(2)
+    imported.embedding = -values
+    backend.import_records([imported], [], [], [], [])
+    got = {e.id: e.embedding for e in backend.get_engrams([engram.id, imported.id])}
+    assert np.array_equal(got[engram.id], values)
+    assert np.array_equal(got[imported.id], -values)
+    (stored,) = backend.get_cues(["exact"])
+    assert np.array_equal(stored.embedding, cue.embedding)
