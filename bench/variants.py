@@ -10,8 +10,8 @@ then scores the candidates with a fusion rule and the engine's composite score:
 - ``noisy-or``: similarity = 1 - prod(1 - channel score);
 - ``rrf``: similarity = reciprocal-rank fusion of the channel rankings, scaled to [0, 1].
 
-``k_factor`` sets the vector/lexical candidate depth (the engine uses 3 x limit, ``recall.SEEK_PER_RESULT``) and
-``hops=False`` skips multi-hop expansion.
+``k_factor`` sets the vector/lexical candidate depth (the engine uses 3 x limit,
+``recall.SEEK_PER_RESULT``) and ``hops=False`` skips multi-hop expansion.
 
 Hop results keep the similarity the engine gave them. Nothing here changes the engine;
 it measures what a change in ``smriti/engine/recall.py`` would do.

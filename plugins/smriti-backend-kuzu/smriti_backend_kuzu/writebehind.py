@@ -12,8 +12,9 @@ Kùzu never lags behind what a caller saw: every query of the store (``_q``: eve
 native read, listing, statistics, export, backup) and every other write (``_write``:
 updates, deletes, imports, folding co-occurrences) first writes what is queued, in
 order. A crash or kill before the background write loses nothing: the next open writes the
-journal's memories that Kùzu does not have, before anything else. A journal line cut
-short by a crash is a store that never returned, and is ignored. A store is
+journal's memories that Kùzu does not have, before anything else; a delete first
+appends a line naming the memories it deletes, so that those are not among them. A
+journal line cut short by a crash is a store that never returned, and is ignored. A store is
 acknowledged only once its whole line is written and fsynced; a short write or a failed
 fsync cuts the line back off and fails the store (``durability``: on a full disk, with
 a "disk full" error).
@@ -30,7 +31,7 @@ import errno
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -50,6 +51,8 @@ else:
 log = get_logger(__name__)
 
 JOURNAL_SUFFIX = ".journal"
+#: The key of a journal line listing memories being deleted (``_journal_forgotten``).
+FORGOTTEN = "forgotten"
 #: Checkpoint (and so empty the journal) once it is this large.
 JOURNAL_CHECKPOINT_BYTES = 16 * 2**20
 #: What a failed journal append means when the disk (or the file-size limit) is full.
@@ -160,6 +163,23 @@ class WriteBehindMixin(_Self):  # type: ignore[misc,valid-type]
                 self._writer = ThreadPoolExecutor(1, thread_name_prefix="smriti-kuzu-writer")
             self._writer.submit(self._write_in_background)
 
+    def _journal_forgotten(self, ids: Sequence[str]) -> None:
+        """Record durably that ``ids`` are being deleted, before Kùzu deletes them, when
+        the journal holds lines (the caller holds the write lock). A replay after a
+        crash writes the journal's memories that Kùzu lacks: without this line it would
+        bring back a memory that was written, then forgotten, and fail on its cues."""
+        if not ids or (self._journal is None and _size(self.journal_path) == 0):
+            return
+        line = json.dumps({FORGOTTEN: list(ids)}, separators=(",", ":")).encode() + b"\n"
+        outcome = "nothing was deleted"
+        with self._queue_lock:
+            try:
+                journal = self._open_journal()
+            except OSError as exc:
+                raise self._journal_error(exc, "open", outcome) from exc
+            if self._journal_end:
+                self._append(journal, line, outcome)
+
     def _open_journal(self) -> IO[bytes]:
         if self._journal is None:
             journal = open(self.journal_path, "ab", buffering=0)  # noqa: SIM115
@@ -167,8 +187,11 @@ class WriteBehindMixin(_Self):  # type: ignore[misc,valid-type]
             self._journal = journal
         return self._journal
 
-    def _append(self, journal: IO[bytes], line: bytes) -> None:
-        """Write ``line`` whole and fsync it, or cut it back off and raise."""
+    def _append(
+        self, journal: IO[bytes], line: bytes, outcome: str = "the memory was not stored"
+    ) -> None:
+        """Write ``line`` whole and fsync it, or cut it back off and raise (the error
+        says ``outcome``)."""
         fd = journal.fileno()
         try:
             if os.fstat(fd).st_size != self._journal_end:  # an earlier cut-back failed
@@ -185,7 +208,7 @@ class WriteBehindMixin(_Self):  # type: ignore[misc,valid-type]
                 self._cut_back(journal)
             except OSError as cut:  # retried before the next append; ignored when read
                 log.warning("journal not cut back", path=str(self.journal_path), error=str(cut))
-            raise self._journal_error(exc, "write") from exc
+            raise self._journal_error(exc, "write", outcome) from exc
         self._journal_end += len(line)
 
     def _cut_back(self, journal: IO[bytes]) -> None:
@@ -193,12 +216,12 @@ class WriteBehindMixin(_Self):  # type: ignore[misc,valid-type]
         journal.truncate(self._journal_end)
         os.fsync(journal.fileno())
 
-    def _journal_error(self, exc: OSError, action: str) -> BackendError:
+    def _journal_error(
+        self, exc: OSError, action: str, outcome: str = "the memory was not stored"
+    ) -> BackendError:
         if exc.errno in _FULL:
-            return durability.disk_full(self.path, "the memory was not stored")
-        return BackendError(
-            f"cannot {action} the journal {self.journal_path}: {exc}; nothing was stored"
-        )
+            return durability.disk_full(self.path, outcome)
+        return BackendError(f"cannot {action} the journal {self.journal_path}: {exc}; {outcome}")
 
     def writes_queued(self) -> int:
         """How many stored memories are not yet written to Kùzu."""
@@ -318,12 +341,12 @@ class WriteBehindMixin(_Self):  # type: ignore[misc,valid-type]
         if not path.exists():
             self._replayed = True
             return 0
-        memories = _read_journal(path)
+        memories, forgotten = _read_journal(path)
         missing: list[MemoryWrite] = []
         if memories:
             ids = [m.row["id"] for m in memories]
             query = "MATCH (e:Engram) WHERE e.id IN $ids RETURN e.id"
-            present = {r[0] for r in self._q(query, {"ids": ids})}
+            present = {r[0] for r in self._q(query, {"ids": ids})} | forgotten
             missing = [m for m in memories if m.row["id"] not in present]
             if missing:
                 with self._exclusive():
@@ -376,15 +399,22 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _read_journal(path: Path) -> list[MemoryWrite]:
-    """The journal's memories; a damaged last line (a store cut short) is dropped."""
+def _read_journal(path: Path) -> tuple[list[MemoryWrite], set[str]]:
+    """The journal's memories, and the ids forgotten after their last line
+    (``_journal_forgotten``); a damaged last line (a store cut short) is dropped."""
     lines = path.read_bytes().split(b"\n")
     memories: list[MemoryWrite] = []
+    forgotten: set[str] = set()
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            memories.append(MemoryWrite.from_line(line + b"\n"))
+            if line.startswith(b'{"' + FORGOTTEN.encode() + b'"'):
+                forgotten.update(str(i) for i in json.loads(line)[FORGOTTEN])
+                continue
+            memory = MemoryWrite.from_line(line + b"\n")
+            memories.append(memory)
+            forgotten.discard(memory.row["id"])  # stored again under its id after that
         except (ValueError, KeyError, TypeError) as exc:
             if number == len(lines):  # no newline after it: the append never finished
                 log.warning("kuzu journal: an unfinished last line ignored", path=str(path))
@@ -394,4 +424,4 @@ def _read_journal(path: Path) -> list[MemoryWrite]:
                 "untouched. Move the journal aside to open the store without the memories "
                 "it holds"
             ) from None
-    return memories
+    return memories, forgotten

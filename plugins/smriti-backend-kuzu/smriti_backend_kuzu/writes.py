@@ -439,6 +439,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                 with self._errors(), self._write() as conn:
                     found = list(self._existing(conn, "Engram", set(), batch))
                     if found:
+                        self._journal_forgotten(found)  # before Kùzu may hold the delete
                         self._exec(
                             conn,
                             "UNWIND $ids AS i MATCH (e:Engram {id: i}) DETACH DELETE e",

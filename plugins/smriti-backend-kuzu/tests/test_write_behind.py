@@ -120,6 +120,34 @@ def test_kill_before_the_background_write_loses_nothing(tmp_path: Path) -> None:
         assert _kuzu_ids(again) == ["e00001", "e00002"]
 
 
+def test_a_memory_forgotten_before_a_kill_stays_forgotten(tmp_path: Path) -> None:
+    """A memory written to Kùzu and then forgotten is still in the journal until a
+    checkpoint trims it; after a kill the replay must neither bring it back nor fail on
+    the cue it created (which outlives it until consolidation)."""
+    path = tmp_path / "alice" / DB_FILE
+    _run_killed(
+        f"""
+        import os
+        from smriti.testing import GraphBuilder
+        from smriti_backend_kuzu.backend import KuzuBackend
+        build = GraphBuilder(8)
+        backend = KuzuBackend("alice", {str(path)!r})
+        backend.open()
+        backend.add_memory(build.engram(1), [build.cue("zebra")], [])
+        backend.add_memory(build.engram(2), [build.cue("lion")], [])
+        backend.write_queued()
+        assert backend.delete_engrams(["e00001"]) == 1
+        backend.add_memory(build.engram(3), [build.cue("lion")], [])
+        os._exit(0)  # no close, no checkpoint: as if killed
+        """
+    )
+    with _opened(path) as backend:
+        assert _kuzu_ids(backend) == ["e00002", "e00003"]
+        assert backend.delete_orphan_cues() == 1  # zebra, created by the forgotten one
+    with _opened(path) as again:
+        assert _kuzu_ids(again) == ["e00002", "e00003"]
+
+
 def test_replayed_memories_join_an_existing_vector_index(tmp_path: Path) -> None:
     path = tmp_path / "alice" / DB_FILE
     with _opened(path, native_indexes=True) as off:  # no working set: HNSW index built
