@@ -21,16 +21,13 @@ scored like a direct hit on its own similarity plus that share.
 
 A query that names a date ("on 1 May, 2022", "in January 2022") raises by
 ``DATE_BONUS`` the memories made at that time (``created_at``, which is ``occurred_at``
-for events stored after the fact; ``smriti.engine.when``). On LoCoMo this lifted R@10
-by about 0.015 on the tuning conversations and 0.01 on the held-out ones (12 % of the
-questions name a date).
+for events stored after the fact; ``smriti.engine.when``).
 
 A memory that is itself a question ("What pet do you have?") records that something was
 asked, not what is known: it shares the query's words and shape, so it outranks the
 statement that answers it. Its similarity is scaled by ``QUESTION_FACTOR`` after the
 contiguity shares are given, so the answer stored after it still gains the full share
-of the question's match. On LoCoMo (bench/quality.py) this lifted R@10 by about 0.015
-on the tuning conversations and 0.01-0.02 on the held-out ones.
+of the question's match.
 """
 
 from __future__ import annotations

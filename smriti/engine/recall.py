@@ -60,9 +60,8 @@ HOP_SEEDS = 10
 HOP_EDGES = 5
 HOP_CUE_MAX_DEGREE = 50
 MAX_HOPS = 2
-#: Vector and lexical hits asked of the backend per requested result. Three rather than
-#: two: on LoCoMo an answer is often the 11th-30th hit of one channel that another
-#: channel's evidence lifts (R@10 +0.015 on tuning and +0.012 on held-out conversations).
+#: Vector and lexical hits asked of the backend per requested result: an answer is often
+#: the 11th-30th hit of one channel that another channel's evidence lifts.
 SEEK_PER_RESULT = 3
 #: Candidates loaded and scored: POOL_PER_RESULT per requested result, at least POOL_MIN.
 POOL_PER_RESULT = 8
