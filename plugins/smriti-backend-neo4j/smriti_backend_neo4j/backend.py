@@ -80,7 +80,7 @@ IMPORT_EDGE_BATCH = 5000
 INDEX_WAIT_SECONDS = 600
 # Transient errors (deadlocks, leader switches, lost connections) are retried after
 # RETRY_FIRST seconds, doubling up to RETRY_CAP, each delay jittered by up to half,
-# until ``retry_seconds`` have passed.
+# until ``retry_seconds`` have passed since the call's first failure.
 RETRY_FIRST, RETRY_CAP = 0.02, 1.0
 TOTAL_SECONDS = 5.0
 URI_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
@@ -342,7 +342,7 @@ class Neo4jBackend(StorageBackend):
     def _retrying(self, attempt: Callable[[Session], Any]) -> Any:
         """``attempt(session)`` on a write session; on a transient error (a deadlock, a
         leader switch, a lost connection) again after a short jittered delay, until
-        ``retry_seconds`` have passed."""
+        ``retry_seconds`` have passed since the first failure (``_retries_over``)."""
         from neo4j.exceptions import DriverError, Neo4jError
 
         bookmarks = self.driver.execute_query_bookmark_manager
