@@ -80,7 +80,7 @@ IMPORT_EDGE_BATCH = 5000
 INDEX_WAIT_SECONDS = 600
 # Transient errors (deadlocks, leader switches, lost connections) are retried after
 # RETRY_FIRST seconds, doubling up to RETRY_CAP, each delay jittered by up to half,
-# until ``retry_seconds`` have passed.
+# until ``retry_seconds`` have passed since the call's first failure.
 RETRY_FIRST, RETRY_CAP = 0.02, 1.0
 TOTAL_SECONDS = 5.0
 URI_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
@@ -293,7 +293,7 @@ class Neo4jBackend(StorageBackend):
         import neo4j
 
         routing = neo4j.RoutingControl.READ if read else neo4j.RoutingControl.WRITE
-        deadline = time.monotonic() + self.retry_seconds
+        failed_at: float | None = None  # the retry clock starts at the first failure
         for tries in itertools.count():
             try:
                 with self._errors():
@@ -302,9 +302,8 @@ class Neo4jBackend(StorageBackend):
                     )
                 return list(result.records)
             except BackendError as exc:
-                # At least one retry, even when a slow failing attempt used up the time.
-                late = tries > 0 and time.monotonic() >= deadline
-                if not (read and _unexpected(exc.__cause__)) or late:
+                failed_at = time.monotonic() if failed_at is None else failed_at
+                if not (read and _unexpected(exc.__cause__)) or self._retries_over(failed_at):
                     raise
                 self._note_retry(exc.__cause__, tries)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -343,11 +342,11 @@ class Neo4jBackend(StorageBackend):
     def _retrying(self, attempt: Callable[[Session], Any]) -> Any:
         """``attempt(session)`` on a write session; on a transient error (a deadlock, a
         leader switch, a lost connection) again after a short jittered delay, until
-        ``retry_seconds`` have passed."""
+        ``retry_seconds`` have passed since the first failure (``_retries_over``)."""
         from neo4j.exceptions import DriverError, Neo4jError
 
         bookmarks = self.driver.execute_query_bookmark_manager
-        deadline = time.monotonic() + self.retry_seconds
+        failed_at: float | None = None  # the retry clock starts at the first failure
         for tries in itertools.count():
             try:
                 with self._errors(), self.driver.session(
@@ -359,10 +358,23 @@ class Neo4jBackend(StorageBackend):
                 retryable = isinstance(cause, (Neo4jError, DriverError)) and (
                     cause.is_retryable() or _unexpected(cause)
                 )
-                if not retryable or (tries > 0 and time.monotonic() >= deadline):
+                failed_at = time.monotonic() if failed_at is None else failed_at
+                if not retryable or self._retries_over(failed_at):
                     raise
                 self._note_retry(cause, tries)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _retries_over(self, failed_at: float) -> bool:
+        """Whether ``retry_seconds`` have passed since the first failure of a call.
+
+        The clock starts at the first failure, not at the call, as in the driver's own
+        managed transactions: an attempt may wait for locks for many seconds before the
+        server ends it as a deadlock victim (twenty sessions storing memories over the
+        same few cues queue for those cues' locks, longer on a loaded machine), and a
+        clock started at the call let such a wait use up the time, so a store that had
+        failed once or twice went to the caller. A deadlock or a 50N42 rolls the attempt
+        back, so running it again is always safe."""
+        return time.monotonic() - failed_at >= self.retry_seconds
 
     def _note_retry(self, cause: BaseException, attempt: int) -> None:
         """Count and log a transient error, then wait before the next attempt."""

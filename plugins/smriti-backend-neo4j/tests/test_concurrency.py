@@ -13,6 +13,7 @@ import itertools
 import queue
 import random
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -239,3 +240,25 @@ def test_a_read_meeting_the_unexpected_error_is_run_again(
     planned.append("42N01")
     with pytest.raises(BackendError, match="42N01 injected"):
         backend.seek(Seek(k=3, text="kiwi"))
+
+
+def test_a_deadlock_after_a_long_lock_wait_is_still_retried(
+    make_backend: Callable[..., Neo4jBackend],
+) -> None:
+    """The retry time counts from the first failure, not from the call: an attempt that
+    waited for locks longer than ``retry_seconds`` before the server chose it as a
+    deadlock victim (as under twenty sessions on a loaded machine) is run again, and a
+    second quick failure is retried too, within ``retry_seconds`` of the first."""
+    from neo4j.exceptions import Neo4jError
+
+    backend = make_backend("fay", retry_seconds=0.5)
+    waits = [1.0, 0.0]  # the first attempt waits longer than retry_seconds
+
+    def attempt(session: Any) -> str:
+        if waits:
+            time.sleep(waits.pop(0))
+            raise Neo4jError._hydrate_neo4j(code=DEADLOCK, message="injected deadlock")
+        return str(session.run("RETURN 'done' AS x").single()["x"])
+
+    assert backend._retrying(attempt) == "done"
+    assert backend.retries[DEADLOCK] == 2
