@@ -137,6 +137,9 @@ class Neo4jBackend(StorageBackend):
         # Recall's access strengthening is a write transaction the recall need not wait
         # for; reads of access fields and other writes drain it first.
         self._deferred = DeferredWrites("smriti-neo4j")
+        # Whether this backend changed engram text since the full-text index (eventually
+        # consistent, see cypher.SCHEMA) was last awaited: its next text read awaits it.
+        self._text_changed = False
 
     @classmethod
     def from_settings(cls, settings: Settings, user: str) -> Neo4jBackend:
@@ -456,6 +459,7 @@ class Neo4jBackend(StorageBackend):
         }
         try:
             records = self._autocommit(q.STORE_MEMORY, params)
+            self._text_changed = True
             self._counted(+1)
         except BackendError as exc:
             if not isinstance(exc.__cause__, ConstraintError):
@@ -488,6 +492,8 @@ class Neo4jBackend(StorageBackend):
         rows = sorted((update_row(u) for u in updates), key=lambda r: r["id"])
         for chunk in batched(rows, WRITE_BATCH):
             self._write(q.UPDATE_ENGRAMS, rows=chunk)
+        if any(u.tags is not None for u in updates):
+            self._text_changed = True
 
     def strengthen_engrams(self, updates: Sequence[EngramUpdate]) -> None:
         """Recall's access updates, written on a background thread (``DeferredWrites``):
@@ -508,6 +514,7 @@ class Neo4jBackend(StorageBackend):
                 return int(tx.run(q.DELETE_ENGRAMS, user=self.user, ids=chunk).single()[0])
 
             gone = self._transaction(work)
+            self._text_changed = True
             self._counted(-gone)
             deleted += gone
         return deleted
@@ -552,6 +559,7 @@ class Neo4jBackend(StorageBackend):
         for statement, size, rows in steps:
             for chunk in batched(rows, size):
                 self._write(statement, rows=chunk)
+        self._text_changed = self._text_changed or bool(engrams)
         self._counted(None)  # replaced ids are not new engrams: count again
 
     # -- reads -----------------------------------------------------------------------------
@@ -643,6 +651,9 @@ class Neo4jBackend(StorageBackend):
         engram_index = self._index_for("Engram", query.vector)
         cue_index = self._index_for("Cue", _first_row(query.cue_vectors))
         writes, count = self._writes, total and self._total_stale()
+        if query.text and self._text_changed:
+            self._text_changed = False  # before the wait: a write meanwhile sets it again
+            self._run(q.AWAIT_TEXT, read=True)
         built = seek_statement(query, self.user, engram_index, cue_index, total=count)
         if built is None:
             return Seeds(total=(self._total or 0) if total else 0)
