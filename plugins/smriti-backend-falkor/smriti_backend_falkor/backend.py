@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from smriti.deferred import DeferredWrites
 from smriti.errors import BackendError
 from smriti.logs import get_logger
 from smriti.model import (
@@ -112,6 +113,9 @@ class FalkorBackend(StorageBackend):
         self._graph: Any = None
         self._indexes: IndexState | None = None
         self._lock = threading.Lock()
+        # Recall's access strengthening is a write the recall need not wait for; reads
+        # of access fields and other writes drain it first.
+        self._deferred = DeferredWrites("smriti-falkordb")
 
     @classmethod
     def from_settings(cls, settings: Settings, user: str) -> FalkorBackend:
@@ -148,7 +152,9 @@ class FalkorBackend(StorageBackend):
         return connect(self.addr, self._password)
 
     def close(self) -> None:
-        """Release the connection pool; safe to call twice."""
+        """Persist deferred access updates, release the connection pool; safe to call
+        twice."""
+        self._deferred.close()
         with self._lock:
             client, self._client, self._graph = self._client, None, None
         if client is not None:
@@ -274,13 +280,24 @@ class FalkorBackend(StorageBackend):
     def update_engrams(self, updates: Sequence[EngramUpdate]) -> None:
         """Partial updates, ``write_batch`` per statement; unknown ids are ignored. New
         tags replace the old ones in the full-text index in the same statement."""
+        self._deferred.drain()
+        self._update_engrams(updates)
+
+    def _update_engrams(self, updates: Sequence[EngramUpdate]) -> None:
         for batch in batched(updates, self.write_batch):
             self._write(Q.UPDATE_ENGRAMS, rows=[_update_row(u) for u in batch])
         if any(u.importance is not None for u in updates):
             self.refresh_cue_tops(self.top_statements)
 
+    def strengthen_engrams(self, updates: Sequence[EngramUpdate]) -> None:
+        """Recall's access updates, written on a background thread (``DeferredWrites``):
+        this backend's reads of access fields wait for them, ``close`` persists them."""
+        if updates:
+            self._deferred.submit(lambda: self._update_engrams(list(updates)))
+
     def delete_engrams(self, ids: Sequence[str]) -> int:
         """Delete this user's engrams with these ids and their edges; count them."""
+        self._deferred.drain()
         deleted = 0
         for batch in batched(dict.fromkeys(ids), self.write_batch):
             rows = self._write(Q.DELETE_ENGRAMS, ids=batch)
@@ -305,6 +322,7 @@ class FalkorBackend(StorageBackend):
         """Bulk-load records as given (ids kept, existing ids replaced), batched. The top
         lists of the cues it touches are rebuilt by the next ``ensure_indexes`` or
         ``open`` (once, not after every batch); reads scan those cues until then."""
+        self._deferred.drain()
         now = utcnow()
         unique = list({e.id: e for e in engrams}.values())  # the engram count relies on it
         for batch in batched(unique, self.write_batch):
@@ -340,6 +358,7 @@ class FalkorBackend(StorageBackend):
     def get_engrams(self, ids: Sequence[str], embeddings: bool = True) -> list[Engram]:
         """This user's engrams with these ids (without embeddings unless ``embeddings``:
         parsing 384 floats each was most of a recall's pool); unknown ids skipped."""
+        self._deferred.drain()
         statement = Q.GET_ENGRAMS if embeddings else Q.GET_ENGRAMS_BARE
         out: list[Engram] = []
         for batch in batched(dict.fromkeys(ids), self.read_batch):
@@ -351,6 +370,7 @@ class FalkorBackend(StorageBackend):
         parameters of the query, applied before its LIMIT."""
         if listing.limit <= 0:
             return []
+        self._deferred.drain()
         rows = self._read(Q.LIST_PAGE, **_listing_params(listing))
         return [engram_from_row(r) for r in rows]
 
@@ -370,6 +390,7 @@ class FalkorBackend(StorageBackend):
 
     def engram_stats(self) -> Iterator[EngramStats]:
         """Every engram's consolidation fields, paged by id."""
+        self._deferred.drain()
         for row in self._pages_by_id(Q.PAGE_ENGRAM_STATS, self.read_batch):
             yield stats_from_row(row)
 
@@ -505,6 +526,7 @@ class FalkorBackend(StorageBackend):
     # -- streams -------------------------------------------------------------------------
     def iter_engrams(self, batch_size: int = 1000) -> Iterator[Engram]:
         """Every engram with its embedding, ordered by id, ``batch_size`` per query."""
+        self._deferred.drain()
         for row in self._pages_by_id(Q.PAGE_ENGRAMS, max(1, batch_size)):
             yield engram_from_row(row)
 
@@ -534,6 +556,7 @@ class FalkorBackend(StorageBackend):
         """The user's cues, engrams, links and associations in internal-id windows (any
         order, as a working set load allows): each window is an id seek, where a page of
         the id-ordered streams sorts every remaining node of the user."""
+        self._deferred.drain()
         return (
             (cue_from_row(r) for r in self._windows(Q.WINDOW_CUES)),
             (engram_from_row(r) for r in self._windows(Q.WINDOW_ENGRAMS)),

@@ -26,11 +26,13 @@ ACCESS_COLUMNS = (
 USAGE = "OPTIONAL MATCH (e)-[u:Usage]->(e)"
 #: The version fields are missing on nodes written before schema version 4 (see
 #: MIGRATIONS): they read as "" and null.
+#: The embedding is read from its base64 copy (``records.packed``), and from the vector
+#: itself on engrams written before the copy existed.
 ENGRAM_COLUMNS = (
     "e.id, e.content, e.summary, e.memory_type, e.importance, "
     "coalesce(u.access_count, e.access_count), e.created_at, "
     "coalesce(u.last_accessed_at, e.last_accessed_at), coalesce(u.decay_factor, e.decay_factor), "
-    "e.embedding, e.source, e.tags, "
+    "coalesce(e.embedding_b64, e.embedding), e.source, e.tags, "
     "coalesce(u.cluster_id, e.cluster_id), "
     "coalesce(e.supersedes, ''), coalesce(e.superseded_by, ''), e.superseded_at"
 )
@@ -320,7 +322,7 @@ MATCH (e:Engram {{user: $user, id: id}})
 RETURN {ENGRAM_COLUMNS}
 """
 #: GET_ENGRAMS without the embeddings (recall's candidate pool).
-GET_ENGRAMS_BARE = GET_ENGRAMS.replace("e.embedding, e.source", "null, e.source")
+GET_ENGRAMS_BARE = GET_ENGRAMS.replace("coalesce(e.embedding_b64, e.embedding),", "null,")
 #: ``smriti.reads.Listing``: every filter, then the page key, then the limit, all in the
 #: statement. The key compares the timestamps as returned (``seen`` falls back to the
 #: creation time and a missing time to the epoch, as ``records.engram_from_row`` does),

@@ -8,6 +8,7 @@ Embeddings travel as float lists and are stored with ``vecf32``.
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -86,7 +87,8 @@ def vector(values: Any) -> FloatList | None:
 
 
 def engram_props(engram: Engram, user: str) -> dict[str, Any]:
-    """Every stored property of an engram except the embedding (set with vecf32).
+    """Every stored property of an engram except the embedding (set with vecf32), its
+    copy ``embedding_b64`` included (see ``packed``).
 
     ``superseded_at`` is None (so not stored: FalkorDB keeps no null properties) until a
     correction supersedes the engram.
@@ -108,7 +110,31 @@ def engram_props(engram: Engram, user: str) -> dict[str, Any]:
         "supersedes": engram.supersedes or "",
         "superseded_by": engram.superseded_by or "",
         "superseded_at": ts(engram.superseded_at),
+        "embedding_b64": packed(engram.embedding),
     }
+
+
+def packed(values: Any) -> str | None:
+    """An embedding as base64 of its little-endian float32 bytes, or None.
+
+    Reads return this copy instead of the ``vecf32`` property: the server sends a vector
+    as one string per element, which the client then parses one by one (most of a
+    recall's candidate pool read), while this is one string per engram, decoded in C.
+    """
+    if values is None:
+        return None
+    raw = np.asarray(values, dtype="<f4").reshape(-1).tobytes()
+    return base64.b64encode(raw).decode("ascii")
+
+
+def unpacked(value: Any) -> np.ndarray | None:
+    """The embedding in a column of ``queries.ENGRAM_COLUMNS``: the ``packed`` copy, or
+    the ``vecf32`` list of an engram written before the copy existed."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return np.frombuffer(base64.b64decode(value), dtype="<f4").astype(np.float32)
+    return np.asarray(value, dtype=np.float32)
 
 
 def tag_props(tags: Sequence[str]) -> dict[str, Any]:
@@ -147,7 +173,7 @@ def engram_from_row(row: Sequence[Any]) -> Engram:
         last_accessed_at=parse_ts(last_accessed_at or created_at),
         access_count=int(access_count or 0),
         decay_factor=float(decay_factor if decay_factor is not None else 1.0),
-        embedding=None if embedding is None else np.asarray(embedding, dtype=np.float32),
+        embedding=unpacked(embedding),
         source=source or "",
         tags=list(tags or []),
         cluster_id=int(cluster_id if cluster_id is not None else -1),

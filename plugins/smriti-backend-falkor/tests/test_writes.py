@@ -230,3 +230,23 @@ def test_embeddings_read_back_exactly_as_float32(
     assert np.array_equal(got[imported.id], -values)
     (stored,) = backend.get_cues(["exact"])
     assert np.array_equal(stored.embedding, cue.embedding)
+
+
+def test_an_engram_without_the_packed_embedding_reads_its_vector(
+    make_backend: Callable[..., FalkorBackend],
+) -> None:
+    """Reads take the embedding from its base64 copy; an engram stored before that copy
+    existed (only the vecf32 property) reads back the same values."""
+    backend = make_backend("alice")
+    values = np.random.default_rng(3).standard_normal(8).astype(np.float32)
+    engram = build.engram(1)
+    engram.embedding = values
+    backend.add_memory(engram, [], [])
+    has_copy = "MATCH (e:Engram {user: $user, id: $id}) RETURN e.embedding_b64 IS NOT NULL"
+    assert backend._read(has_copy, id=engram.id) == [[True]]
+    drop_copy = "MATCH (e:Engram {user: $user, id: $id}) SET e.embedding_b64 = NULL"
+    backend._write(drop_copy, id=engram.id)
+    assert backend._read(has_copy, id=engram.id) == [[False]]
+    (old,) = backend.get_engrams([engram.id])
+    assert np.array_equal(old.embedding, values)
+    assert [np.array_equal(e.embedding, values) for e in backend.iter_engrams()] == [True]

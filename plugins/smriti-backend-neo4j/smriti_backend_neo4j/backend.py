@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import structlog
 
+from smriti.deferred import DeferredWrites
 from smriti.errors import BackendError
 from smriti.model import (
     Association,
@@ -133,6 +134,12 @@ class Neo4jBackend(StorageBackend):
         self._total: int | None = None
         self._total_at = 0.0
         self._writes = 0  # bumped by every write that changes the count
+        # Recall's access strengthening is a write transaction the recall need not wait
+        # for; reads of access fields and other writes drain it first.
+        self._deferred = DeferredWrites("smriti-neo4j")
+        # Whether this backend changed engram text since the full-text index (eventually
+        # consistent, see cypher.SCHEMA) was last awaited: its next text read awaits it.
+        self._text_changed = False
 
     @classmethod
     def from_settings(cls, settings: Settings, user: str) -> Neo4jBackend:
@@ -260,7 +267,8 @@ class Neo4jBackend(StorageBackend):
             self.set_meta("neo4j.schema_version", str(SCHEMA_VERSION))
 
     def close(self) -> None:
-        """Close the driver; safe to call twice."""
+        """Persist deferred access updates, close the driver; safe to call twice."""
+        self._deferred.close()
         with self._lock:
             driver, self._driver = self._driver, None
         if driver is not None:
@@ -463,6 +471,7 @@ class Neo4jBackend(StorageBackend):
         }
         try:
             records = self._autocommit(q.STORE_MEMORY, params)
+            self._text_changed = True
             self._counted(+1)
         except BackendError as exc:
             if not isinstance(exc.__cause__, ConstraintError):
@@ -488,13 +497,26 @@ class Neo4jBackend(StorageBackend):
     def update_engrams(self, updates: Sequence[EngramUpdate]) -> None:
         """Apply partial updates, ``WRITE_BATCH`` per transaction, in id order (the lock
         order); unknown ids are ignored."""
+        self._deferred.drain()
+        self._update_engrams(updates)
+
+    def _update_engrams(self, updates: Sequence[EngramUpdate]) -> None:
         rows = sorted((update_row(u) for u in updates), key=lambda r: r["id"])
         for chunk in batched(rows, WRITE_BATCH):
             self._write(q.UPDATE_ENGRAMS, rows=chunk)
+        if any(u.tags is not None for u in updates):
+            self._text_changed = True
+
+    def strengthen_engrams(self, updates: Sequence[EngramUpdate]) -> None:
+        """Recall's access updates, written on a background thread (``DeferredWrites``):
+        this backend's reads of access fields wait for them, ``close`` persists them."""
+        if updates:
+            self._deferred.submit(lambda: self._update_engrams(list(updates)))
 
     def delete_engrams(self, ids: Sequence[str]) -> int:
         """Delete these engrams with every edge touching them; return how many existed.
         Their cues and neighbouring engrams are locked first, in the lock order."""
+        self._deferred.drain()
         deleted = 0
         for chunk in batched(sorted(set(ids)), WRITE_BATCH):
 
@@ -504,6 +526,7 @@ class Neo4jBackend(StorageBackend):
                 return int(tx.run(q.DELETE_ENGRAMS, user=self.user, ids=chunk).single()[0])
 
             gone = self._transaction(work)
+            self._text_changed = True
             self._counted(-gone)
             deleted += gone
         return deleted
@@ -534,6 +557,7 @@ class Neo4jBackend(StorageBackend):
     ) -> None:
         """Bulk-load records with their ids, one UNWIND statement per transaction:
         ``WRITE_BATCH`` engrams or cues, ``IMPORT_EDGE_BATCH`` edges."""
+        self._deferred.drain()
         steps: list[tuple[str, int, list[dict[str, Any]]]] = [
             (q.IMPORT_ENGRAMS, WRITE_BATCH, [engram_props(e, self.user) for e in engrams]),
             (q.IMPORT_CUES, WRITE_BATCH, [cue_props(c, self.user) for c in cues]),
@@ -547,6 +571,7 @@ class Neo4jBackend(StorageBackend):
         for statement, size, rows in steps:
             for chunk in batched(rows, size):
                 self._write(statement, rows=chunk)
+        self._text_changed = self._text_changed or bool(engrams)
         self._counted(None)  # replaced ids are not new engrams: count again
 
     # -- reads -----------------------------------------------------------------------------
@@ -555,6 +580,7 @@ class Neo4jBackend(StorageBackend):
         unknown ids are skipped."""
         if not ids:
             return []
+        self._deferred.drain()
         statement = q.GET_ENGRAMS if embeddings else q.GET_ENGRAMS_BARE
         records = self._read(statement, ids=list(dict.fromkeys(ids)))
         return [engram_from(r["p"]) for r in records if whole(r["p"])]
@@ -564,6 +590,7 @@ class Neo4jBackend(StorageBackend):
         query before its ``LIMIT`` (``listing.list_statement``)."""
         if listing.limit <= 0:
             return []
+        self._deferred.drain()
         statement, params = list_statement(listing, self.user)
         records = self._run(statement, read=True, **params)
         return [engram_from(r["p"]) for r in records if whole(r["p"])]
@@ -581,6 +608,7 @@ class Neo4jBackend(StorageBackend):
 
     def engram_stats(self) -> Iterator[EngramStats]:
         """Consolidation fields of every engram, paged by id."""
+        self._deferred.drain()
         for props in self._pages(q.ENGRAM_STATS_PAGE, WRITE_BATCH):
             yield stats_from(props)
 
@@ -635,6 +663,9 @@ class Neo4jBackend(StorageBackend):
         engram_index = self._index_for("Engram", query.vector)
         cue_index = self._index_for("Cue", _first_row(query.cue_vectors))
         writes, count = self._writes, total and self._total_stale()
+        if query.text and self._text_changed:
+            self._text_changed = False  # before the wait: a write meanwhile sets it again
+            self._run(q.AWAIT_TEXT, read=True)
         built = seek_statement(query, self.user, engram_index, cue_index, total=count)
         if built is None:
             return Seeds(total=(self._total or 0) if total else 0)
@@ -693,6 +724,7 @@ class Neo4jBackend(StorageBackend):
     # -- streams -------------------------------------------------------------------------------
     def iter_engrams(self, batch_size: int = 1000) -> Iterator[Engram]:
         """Every engram with its embedding, ordered by id, ``batch_size`` per query."""
+        self._deferred.drain()
         for props in self._pages(q.ENGRAMS_PAGE, batch_size):
             if whole(props):
                 yield engram_from(props)

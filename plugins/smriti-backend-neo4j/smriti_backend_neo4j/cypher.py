@@ -72,8 +72,14 @@ SCHEMA = (
     "FOR (m:SmritiMeta) REQUIRE (m.user, m.key) IS UNIQUE",
     "CREATE INDEX smriti_engram_user IF NOT EXISTS FOR (e:Engram) ON (e.user)",
     "CREATE INDEX smriti_cue_user IF NOT EXISTS FOR (c:Cue) ON (c.user)",
+    # Eventually consistent: a commit does not wait for Lucene to refresh the index,
+    # which was the largest part of a store. The backend awaits the refresh
+    # (AWAIT_TEXT) before its first text read after its own writes; other processes'
+    # writes reach the text channel a moment after they commit. An index created
+    # before this option stays as it was (consistent at commit), which is also correct.
     f"CREATE FULLTEXT INDEX {ENGRAM_TEXT_INDEX} IF NOT EXISTS "
-    "FOR (e:Engram) ON EACH [e.content, e.summary, e.tags_text]",
+    "FOR (e:Engram) ON EACH [e.content, e.summary, e.tags_text] "
+    "OPTIONS {indexConfig: {`fulltext.eventually_consistent`: true}}",
     # A CoOccurs edge is found by its key, not by walking the edges of two hub cues
     # (MERGE between two bound hubs read every CoOccurs edge of the smaller one).
     "CREATE CONSTRAINT smriti_cooccurs_pair IF NOT EXISTS FOR ()-[r:CoOccurs]-() "
@@ -85,6 +91,7 @@ SCHEMA = (
     "ON (r.user, r.cue, r.rank, r.eid)",
 )
 AWAIT_INDEXES = "CALL db.awaitIndexes($seconds)"
+AWAIT_TEXT = "CALL db.index.fulltext.awaitEventuallyConsistentIndexRefresh()"
 
 # Per-user data migrations, in order; version n is reached by running MIGRATIONS[n-1].
 # Each is an auto-commit statement (``IN TRANSACTIONS`` keeps a large store's migration

@@ -119,6 +119,9 @@ CUE_BY_VECTOR_EXACT = f"""
       WITH v, $user AS owner{_CUE_EXACT_BODY}    }}
     RETURN c, sim
 """
+# The index yields its hits best first, so the exact cosine (the order every backend
+# agrees on) is computed for the first ``cue_neighbours + RESCORE_MARGIN`` of them only:
+# reading the embedding list of every candidate cost as much as the index search.
 CUE_BY_VECTOR_INDEX = f"""
     UNWIND $cue_vectors AS v
     CALL (v) {{
@@ -130,7 +133,7 @@ CUE_BY_VECTOR_INDEX = f"""
     }}
     CALL (v, nodes, done) {{
       WITH v, nodes WHERE done
-      UNWIND nodes AS c
+      UNWIND nodes[0..$cue_rescore] AS c
       WITH c, vector.similarity.cosine(c.embedding, v) AS sim
       WHERE sim >= $cue_floor
       RETURN c, sim ORDER BY sim DESC, c.id LIMIT $cue_neighbours
@@ -222,7 +225,11 @@ def _cue_branches(query: Seek, cue_index: str | None, params: dict[str, Any]) ->
             cue_floor=_normalised(query.cue_similarity),
         )
         if cue_index is not None:
-            params.update(cue_index=cue_index, cue_fetch=_fetch(int(query.cue_neighbours)))
+            params.update(
+                cue_index=cue_index,
+                cue_fetch=_fetch(int(query.cue_neighbours)),
+                cue_rescore=int(query.cue_neighbours) + RESCORE_MARGIN,
+            )
             branches.append(CUE_BY_VECTOR_INDEX)
         else:
             branches.append(CUE_BY_VECTOR_EXACT)

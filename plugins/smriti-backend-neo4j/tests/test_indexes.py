@@ -7,6 +7,7 @@ from collections.abc import Callable
 import neo4j
 import pytest
 from smriti_backend_neo4j.backend import Neo4jBackend
+from smriti_backend_neo4j.cypher import ENGRAM_TEXT_INDEX
 
 from smriti.reads import Seek
 from smriti.testing import GraphBuilder
@@ -49,3 +50,23 @@ def test_existing_index_on_engram_embedding_is_used_only_if_it_fits(
     query = build.vec(10_007)
     [(best, score)] = backend.seek(Seek(k=1, vector=query)).vector
     assert best == "e00007" and score == pytest.approx(1.0, abs=1e-4)
+
+
+def test_text_index_is_eventually_consistent_yet_a_store_is_found_by_text_at_once(
+    make_backend: Callable[..., Neo4jBackend],
+) -> None:
+    """The full-text index does not hold up commits; the backend that wrote a memory
+    waits for the index before its next text read, so it finds the memory at once."""
+    backend = make_backend("tess")
+    (record,) = backend._run(
+        "SHOW FULLTEXT INDEXES YIELD name, options WHERE name = $name RETURN options",
+        name=ENGRAM_TEXT_INDEX,
+    )
+    assert record["options"]["indexConfig"]["fulltext.eventually_consistent"] is True
+    build = GraphBuilder(DIMS)
+    for i in range(1, 6):
+        backend.add_memory(build.engram(i, content=f"quince word{i}"), [], [])
+        found = backend.seek(Seek(k=10, text=f"word{i}")).text
+        assert [engram_id for engram_id, _ in found] == [build.engram(i).id]
+    backend.delete_engrams([build.engram(5).id])
+    assert backend.seek(Seek(k=10, text="word5")).text == []
