@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from smriti.deferred import DeferredWrites
 
 
-def test_writes_run_in_order_and_drain_waits_for_them() -> None:
-    writes = DeferredWrites("test")
+def _gated(done: list[int]) -> tuple[threading.Event, Callable[[], None]]:
+    """A write that appends 1 to ``done`` once the returned event is set."""
     gate = threading.Event()
-    done: list[int] = []
 
     def slow() -> None:
         gate.wait(5)
         done.append(1)
 
+    return gate, slow
+
+
+def test_writes_run_in_order_and_drain_waits_for_them() -> None:
+    writes = DeferredWrites("test")
+    done: list[int] = []
+    gate, slow = _gated(done)
     writes.submit(slow)
     writes.submit(lambda: done.append(2))
     assert done == []  # the first write is still waiting: nothing has run
@@ -41,13 +48,8 @@ def test_a_failed_write_is_dropped_and_later_writes_still_run() -> None:
 
 def test_close_finishes_pending_writes_and_the_object_stays_usable() -> None:
     writes = DeferredWrites("test")
-    gate = threading.Event()
     done: list[int] = []
-
-    def slow() -> None:
-        gate.wait(5)
-        done.append(1)
-
+    gate, slow = _gated(done)
     writes.submit(slow)
     threading.Timer(0.05, gate.set).start()
     writes.close()
