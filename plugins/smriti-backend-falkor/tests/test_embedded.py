@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -47,6 +48,12 @@ def test_embedded_store_survives_restart(tmp_path: Path) -> None:
 def test_the_working_set_survives_a_restart_through_its_snapshot(tmp_path: Path) -> None:
     with engine_for(tmp_path) as engine:
         stored = engine.store("The narwhal has one long tooth", importance=0.6)
+        # A close during the background load abandons it, and only a loaded working
+        # set is saved: on a busy machine the load can outlast this store.
+        deadline = time.monotonic() + 60
+        while engine.stats()["working_set"]["state"] == "loading" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert engine.stats()["working_set"]["state"] == "ready"
     assert (tmp_path / "alice" / "working-set" / "meta.json").exists()
     with engine_for(tmp_path) as engine:
         assert engine.recall("narwhal tooth")[0].engram.id == stored.engram.id
