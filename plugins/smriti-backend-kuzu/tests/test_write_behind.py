@@ -30,11 +30,22 @@ def _hold_writes(backend: KuzuBackend) -> threading.Event:
     return gate
 
 
-def _run_killed(script: str) -> None:
-    """Run ``script`` (which ends in ``os._exit``) in a new process; it must succeed."""
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script)], capture_output=True, timeout=120
-    )
+def _run_killed(path: Path, body: str) -> None:
+    """Open alice's store at ``path`` in a new process as ``backend`` (``build`` an
+    8-dimension GraphBuilder), run ``body`` and leave with ``os._exit``, no close, as if
+    killed; the process must succeed."""
+    script = f"""
+import os
+from smriti.model import Association
+from smriti.testing import GraphBuilder
+from smriti_backend_kuzu.backend import KuzuBackend
+build = GraphBuilder(8)
+backend = KuzuBackend("alice", {str(path)!r})  # kept: no close when collected
+backend.open()
+{textwrap.dedent(body)}
+os._exit(0)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr.decode()
 
 
@@ -85,14 +96,8 @@ def test_other_writes_come_after_the_queued_memories(kuzu_factory: Factory) -> N
 def test_kill_before_the_background_write_loses_nothing(tmp_path: Path) -> None:
     path = tmp_path / "alice" / DB_FILE
     _run_killed(
-        f"""
-        import os
-        from smriti.model import Association
-        from smriti.testing import GraphBuilder
-        from smriti_backend_kuzu.backend import KuzuBackend
-        build = GraphBuilder(8)
-        backend = KuzuBackend("alice", {str(path)!r})
-        backend.open()
+        path,
+        """
         backend.add_memory(build.engram(1), [build.cue("x")], [])
         backend.count_engrams()  # e00001 is in Kùzu
         backend._q("RETURN 1")
@@ -102,8 +107,7 @@ def test_kill_before_the_background_write_loses_nothing(tmp_path: Path) -> None:
             [Association("e00002", "e00001", 0.8)],
         )
         assert backend.writes_queued() == 1
-        os._exit(0)  # no close: as if killed
-        """
+        """,
     )
     assert path.with_name(DB_FILE + ".journal").stat().st_size > 0
 
@@ -126,20 +130,14 @@ def test_a_memory_forgotten_before_a_kill_stays_forgotten(tmp_path: Path) -> Non
     the cue it created (which outlives it until consolidation)."""
     path = tmp_path / "alice" / DB_FILE
     _run_killed(
-        f"""
-        import os
-        from smriti.testing import GraphBuilder
-        from smriti_backend_kuzu.backend import KuzuBackend
-        build = GraphBuilder(8)
-        backend = KuzuBackend("alice", {str(path)!r})
-        backend.open()
+        path,
+        """
         backend.add_memory(build.engram(1), [build.cue("zebra")], [])
         backend.add_memory(build.engram(2), [build.cue("lion")], [])
         backend.write_queued()
         assert backend.delete_engrams(["e00001"]) == 1
-        backend.add_memory(build.engram(3), [build.cue("lion")], [])
-        os._exit(0)  # no close, no checkpoint: as if killed
-        """
+        backend.add_memory(build.engram(3), [build.cue("lion")], [])  # no checkpoint follows
+        """,
     )
     with _opened(path) as backend:
         assert _kuzu_ids(backend) == ["e00002", "e00003"]
@@ -154,16 +152,11 @@ def test_replayed_memories_join_an_existing_vector_index(tmp_path: Path) -> None
         off.add_memory(build.engram(1), [], [])
         assert off.ensure_indexes(8, 0)
     _run_killed(
-        f"""
-        import os
-        from smriti.testing import GraphBuilder
-        from smriti_backend_kuzu.backend import KuzuBackend
-        backend = KuzuBackend("alice", {str(path)!r})
-        backend.open()
-        backend._write_in_background = lambda: None
-        backend.add_memory(GraphBuilder(8).engram(2), [], [])
-        os._exit(0)
+        path,
         """
+        backend._write_in_background = lambda: None
+        backend.add_memory(build.engram(2), [], [])
+        """,
     )
     with _opened(path, native_indexes=True) as again:
         indexed = sorted(r[0] for r in again._q("MATCH (v:EngramVec) RETURN v.id"))
@@ -177,15 +170,7 @@ def test_store_killed_after_dropping_the_text_index_stays_writable(tmp_path: Pat
     with _opened(path, native_indexes=True) as off:
         off.add_memory(build.engram(1), [], [])
         assert off.ensure_indexes(8, 0)
-    _run_killed(
-        f"""
-        import os
-        from smriti_backend_kuzu.backend import KuzuBackend
-        backend = KuzuBackend("alice", {str(path)!r})  # kept: no close when collected
-        backend.open()  # for a working set: drops the text index
-        os._exit(0)
-        """
-    )
+    _run_killed(path, "")  # the open, for a working set, drops the text index
     with _opened(path, native_indexes=True) as again:
         again.add_memory(build.engram(2), [], [])
         assert _kuzu_ids(again) == ["e00001", "e00002"]
