@@ -353,7 +353,16 @@ def cosine_top_k(
     norm = float(np.linalg.norm(query))
     if norm == 0.0:
         return []
-    scores = matrix @ (query.astype(np.float32) / norm)
+    return top_k_scores(matrix @ (query.astype(np.float32) / norm), k, mask)
+
+
+def top_k_scores(
+    scores: np.ndarray, k: int, mask: np.ndarray | None = None
+) -> list[tuple[int, float]]:
+    """The best ``k`` (index, score) of ``scores``, best first; ``mask`` selects the
+    eligible ones."""
+    if k <= 0 or scores.shape[0] == 0:
+        return []
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)
     k = min(k, scores.shape[0])

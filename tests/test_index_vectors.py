@@ -14,7 +14,7 @@ from smriti.storage import cosine_top_k
 def reference(vc: VectorCache, query: np.ndarray, k: int, label: int | None) -> list[float]:
     """Scores of the plain float32 scan over the cache's current rows."""
     n = len(vc)
-    matrix = vc._matrix[:n]
+    matrix = vc._rows.array(n)  # type: ignore[union-attr]
     mask = None if label is None else vc._labels[:n] == label
     return [s for _, s in cosine_top_k(matrix, query, k, mask)]
 

@@ -389,12 +389,12 @@ def test_changes_to_a_working_set_loaded_packed_survive_the_next_snapshot(
         third.close()
 
 
-def test_a_snapshot_maps_its_vectors_and_they_outlive_the_next_save(
+def test_a_snapshot_keeps_its_vectors_on_file_and_they_outlive_the_next_save(
     tmp_path: Path, build: GraphBuilder
 ) -> None:
-    """The vectors of a snapshot are mapped, not read; memories added past the saved
-    rows, forgetting and the next save (which replaces the mapped files) keep every
-    search exact, and a file without spare rows (an older snapshot) is read instead."""
+    """The vectors of a snapshot stay in its file and are read when a search needs them;
+    memories added past the saved rows, forgetting and the next save (which replaces the
+    file being read) keep every search exact, and so does a file without spare rows."""
     backend = _open(tmp_path)
     _fill(backend, build, 30)
     backend.close()
@@ -403,8 +403,8 @@ def test_a_snapshot_maps_its_vectors_and_they_outlive_the_next_save(
     assert saved.shape[0] > 30 and not saved[30:].any()  # spare rows, zeros
     again = _open(tmp_path)
     try:
-        matrix = again._ws.vectors._matrix  # type: ignore[union-attr]
-        assert isinstance(matrix.base, np.memmap)
+        rows = again._ws.vectors._rows  # type: ignore[union-attr]
+        assert rows is not None and rows.file is not None and rows.base == 30
         for i in range(30, 80):  # past the spare rows: the cache grows out of the map
             again.add_memory(build.engram(i, content=f"memory number {i} words"), [], [])
         again.delete_engrams(["e00003", "e00040"])
@@ -422,7 +422,7 @@ def test_a_snapshot_maps_its_vectors_and_they_outlive_the_next_save(
         third = _open(tmp_path)
     try:
         assert _loaded_from(logs) == "snapshot"
-        assert not isinstance(third._ws.vectors._matrix.base, np.memmap)  # type: ignore[union-attr]
+        assert third._ws.vectors._rows.base == 78  # type: ignore[union-attr]
         assert [third.seek(Seek(k=3, vector=build.vec(i))).vector for i in (7, 50, 79)] == want
     finally:
         third.close()

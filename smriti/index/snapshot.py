@@ -10,7 +10,8 @@ is never used. Deleting the directory is always safe.
 
 Layout of ``{STORAGE_LOCATION}/{user}/working-set/``: ``vec_units.npy`` and
 ``vec_codes.npy`` (the vectors and their int8 copy, with the cache's spare rows as a
-hole at the end, mapped into memory at load), ``arrays.npz``
+hole at the end; the int8 copy is mapped into memory at load, the vectors are read
+from their file when a search re-scores them, ``smriti.index.rows``), ``arrays.npz``
 (the other numbers; no pickles anywhere), ``strings.json`` (ids, texts, names) and
 ``meta.json`` (format and stamp), written last; ``stale`` appears when the store is
 first written after the save (a hint for the next start, which then does not load it).
@@ -23,7 +24,7 @@ import json
 import os
 import shutil
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from smriti.index.graph import FIELDS, POS, Facets
+from smriti.index.rows import UnitRows
 from smriti.index.working_set import WorkingSet
 from smriti.model import Cue, normalise_cue_name
 
@@ -63,9 +65,9 @@ def save(ws: WorkingSet, directory: Path, stamp: str) -> None:
             shutil.rmtree(directory)
         directory.mkdir(parents=True)
         spare = _capacity(count)
-        for name in LARGE:  # files of their own, with the cache's spare rows: mapped at load
+        for name in LARGE:  # files of their own, with the cache's spare rows
             with (directory / f"{name}.npy").open("wb") as fh:
-                _write_rows(fh, arrays.pop(name), spare)
+                _write_rows(fh, *_blocks(arrays.pop(name)), spare)
                 _sync(fh)
     with (directory / "arrays.npz").open("wb") as fh:
         np.savez(fh, **arrays)
@@ -145,14 +147,14 @@ def _collect(ws: WorkingSet) -> tuple[dict[str, np.ndarray], dict[str, Any], int
         "rank_e": np.array(rank_e, dtype=np.int32),
         "rank_s": np.array(rank_s, dtype=np.float64),
         "listing": np.array([slot[k] for k in ws.recency.ascending() if k in slot], np.int32),
-        "vec_units": vec_units,
+        "vec_units": (vec_units, len(vec_ids)),
         "vec_norms": vec_norms,
         "vec_labels": vec_labels,
         "vec_codes": codes,
         "vec_bias": bias,
         "vec_scale": scale,
         "vec_l1": l1,
-        "cue_units": cue_units,
+        "cue_units": cue_units.array(len(cue_vec_ids)),
         "cue_norms": cue_norms,
     }
     return arrays, strings, len(ids)
@@ -213,8 +215,9 @@ def load(directory: Path) -> WorkingSet:
     ids: list[str] = strings["ids"]
     n = len(ids)
     ws = WorkingSet(capacity=_capacity(n))
-    for name in LARGE:  # the cache's own arrays: mapped, or read without a second buffer
-        a[name] = _rows(directory / f"{name}.npy", ws.vectors.capacity_for(n))
+    capacity = ws.vectors.capacity_for(n)
+    a["vec_codes"] = _rows(directory / "vec_codes.npy", capacity)
+    a["vec_units"] = _unit_rows(directory / "vec_units.npy", len(strings["vector_ids"]), capacity)
     ws.labels.update(strings["labels"])
     graph = ws.graph
     texts, numbers = strings["rows"], a["numbers"]
@@ -283,17 +286,30 @@ def _capacity(rows: int) -> int:
     return rows + rows // 16 + 64
 
 
-def _write_rows(fh: Any, rows: np.ndarray, capacity: int) -> None:
-    """Write ``rows`` as a .npy array of ``max(capacity, len(rows))`` rows: the rows past
-    them are zeros, left as a hole in the file (no disk space, nothing to write)."""
-    rows = np.ascontiguousarray(rows)
-    total = max(capacity, rows.shape[0])
-    header = {"descr": np.lib.format.dtype_to_descr(rows.dtype), "fortran_order": False,
-              "shape": (total, *rows.shape[1:])}  # fmt: skip
+def _blocks(value: Any) -> tuple[Iterable[np.ndarray], tuple[int, ...], np.dtype]:
+    """(blocks, shape, dtype) of an array, or of the first ``n`` of ``(UnitRows, n)``
+    (read a block at a time, so a save does not hold them all)."""
+    if isinstance(value, np.ndarray):
+        value = np.ascontiguousarray(value)
+        return [value], value.shape, value.dtype
+    rows, n = value
+    return rows.blocks(n), (n, rows.dims), np.dtype(np.float32)
+
+
+def _write_rows(
+    fh: Any, blocks: Iterable[np.ndarray], shape: tuple[int, ...], dtype: np.dtype, capacity: int
+) -> None:
+    """Write the array of ``shape`` given by ``blocks`` (consecutive rows) as a .npy array
+    of ``max(capacity, shape[0])`` rows: the rows past them are zeros, left as a hole in
+    the file (no disk space, nothing to write)."""
+    total = max(capacity, shape[0])
+    header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False,
+              "shape": (total, *shape[1:])}  # fmt: skip
     np.lib.format.write_array_header_2_0(fh, header)
-    fh.write(memoryview(rows.reshape(-1).view(np.uint8)))
-    row_bytes = rows.dtype.itemsize * int(np.prod(rows.shape[1:], dtype=np.int64))
-    fh.truncate(fh.tell() + (total - rows.shape[0]) * row_bytes)
+    for block in blocks:
+        fh.write(memoryview(np.ascontiguousarray(block).reshape(-1).view(np.uint8)))
+    row_bytes = dtype.itemsize * int(np.prod(shape[1:], dtype=np.int64))
+    fh.truncate(fh.tell() + (total - shape[0]) * row_bytes)
 
 
 def _rows(path: Path, capacity: int) -> np.ndarray:
@@ -301,7 +317,7 @@ def _rows(path: Path, capacity: int) -> np.ndarray:
 
     A file that holds them (``_write_rows``) is mapped copy-on-write: nothing is read
     until a row is touched, and a scan reads the page cache in place, so a large store
-    starts without copying its vectors (100,000 x 384 floats are 150 MB). The mapping
+    starts without copying its int8 vectors (every search scans them all). The mapping
     stays valid when the snapshot is saved again (``save`` writes new files). Windows
     cannot delete a mapped file, so there, and for older files, the rows are read."""
     if os.name == "posix":
@@ -312,6 +328,15 @@ def _rows(path: Path, capacity: int) -> np.ndarray:
         if mapped is not None and mapped.ndim and mapped.shape[0] >= capacity:
             return mapped.view(np.ndarray)  # a plain array on the mapping (it keeps it)
         del mapped
+    return _read_rows(path, capacity)
+
+
+def _unit_rows(path: Path, count: int, capacity: int) -> UnitRows | np.ndarray:
+    """The vector cache's unit rows: the first ``count`` of the file at ``path``, read on
+    demand (``smriti.index.rows``), with room for ``capacity`` rows in all. Where
+    ``os.preadv`` is missing (Windows) they are read into memory."""
+    if count and hasattr(os, "preadv"):
+        return UnitRows.on_file(path, count, max(1, capacity - count))
     return _read_rows(path, capacity)
 
 

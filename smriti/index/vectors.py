@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from smriti.errors import BackendError
-from smriti.storage import cosine_top_k, unit
+from smriti.index.rows import UnitRows
+from smriti.storage import top_k_scores, unit
 
 # simsimd's threads come from OpenMP, whose default is to spin for a while after each
 # parallel region: on this 2-core machine that doubled the CPU time of a 100k scan (6.3
@@ -59,6 +60,19 @@ def _taken(values: np.ndarray, capacity: int, dtype: Any) -> np.ndarray:
     out = np.zeros((capacity, *values.shape[1:]), dtype=dtype)
     out[: values.shape[0]] = values
     return out
+
+
+def scan_top_k(
+    rows: UnitRows, n: int, query: np.ndarray, k: int, mask: np.ndarray | None
+) -> list[tuple[int, float]]:
+    """``smriti.storage.cosine_top_k`` over the first ``n`` of ``rows`` (read a block at a
+    time when they are on file)."""
+    if k <= 0 or n == 0:
+        return []
+    norm = float(np.linalg.norm(query))
+    if norm == 0.0:
+        return []
+    return top_k_scores(rows.dot(query.astype(np.float32) / norm, n), k, mask)
 
 
 class QuantisedRows:
@@ -118,19 +132,20 @@ class QuantisedRows:
 
     def search(
         self,
-        matrix: np.ndarray,
+        rows: UnitRows,
+        n: int,
         query: np.ndarray,
         k: int,
         mask: np.ndarray | None,
         min_score: float | None = None,
     ) -> list[tuple[int, float]]:
-        """Exact top-``k`` (row, cosine) of the first ``len(matrix)`` rows; query unit.
+        """Exact top-``k`` (row, cosine) of the first ``n`` of ``rows``; query unit.
 
         With ``min_score``, only rows scoring at least that are returned, and the bound
         starts from it rather than from the k-th best int8 score (no partition of all
         the scores: a store's association search wants only close neighbours).
         """
-        n, dims = matrix.shape
+        dims = rows.dims
         q_codes, q_scale = self.quantise(query[None, :])
         qs = float(q_scale[0])
         scan = simsimd.cdist(
@@ -151,7 +166,7 @@ class QuantisedRows:
             first = first[np.isfinite(scaled[first])]
             if first.size == 0:
                 return []
-            threshold = float((matrix[first] @ query).min())
+            threshold = float((rows.take(first) @ query).min())
         else:
             threshold = float(min_score)
         # A row may beat the threshold only if its int8 score plus its error bound does;
@@ -165,9 +180,9 @@ class QuantisedRows:
         upper = scaled[near] * qs + scale[near] * per_scale + per_l1 * l1[near] + slack
         check = near[upper >= threshold]
         if check.size > RESCORE_MAX_SHARE * n:
-            top = cosine_top_k(matrix, query, k, mask)
+            top = scan_top_k(rows, n, query, k, mask)
             return top if min_score is None else [(i, s) for i, s in top if s >= min_score]
-        exact = matrix[check] @ query
+        exact = rows.take(check) @ query
         if min_score is not None:
             keep = exact >= min_score
             check, exact = check[keep], exact[keep]
@@ -192,7 +207,7 @@ class VectorCache:
         self._lock = threading.Lock()
         self._ids: list[str] = []
         self._index: dict[str, int] = {}
-        self._matrix = np.zeros((0, 0), dtype=np.float32)
+        self._rows: UnitRows | None = None
         self._labels = np.zeros(0, dtype=np.int16)
         self._norms = np.zeros(0, dtype=np.float32)
         self._quant: QuantisedRows | None = None
@@ -235,10 +250,10 @@ class VectorCache:
         norms = np.linalg.norm(raw, axis=1)
         units = raw / np.where(norms > 0, norms, 1.0)[:, None]
         start = len(self._ids)
-        while start + len(rows) > self._matrix.shape[0]:
+        while start + len(rows) > self._labels.shape[0]:
             self._grow()
         end = start + len(rows)
-        self._matrix[start:end] = units
+        self._rows.set(start, units)  # type: ignore[union-attr]
         self._norms[start:end] = norms
         self._labels[start:end] = [label for _, label in rows.values()]
         for offset, key in enumerate(rows):
@@ -249,7 +264,7 @@ class VectorCache:
         """Bring the int8 copy up to date (one vectorised step for all new rows)."""
         n = len(self._ids)
         if self._quant is not None and self._quantised < n:
-            self._quant.set_rows(self._quantised, self._matrix[self._quantised : n])
+            self._quant.set_rows(self._quantised, self._rows.range(self._quantised, n))  # type: ignore[union-attr]
             self._quantised = n
 
     def _put(self, key: str, vector: np.ndarray, label: int) -> None:
@@ -258,7 +273,7 @@ class VectorCache:
         if self.dims is None:
             self.dims = v.shape[0]
             cap = self._capacity
-            self._matrix = np.zeros((cap, self.dims), dtype=np.float32)
+            self._rows = UnitRows(self.dims, cap)
             self._labels = np.zeros(cap, dtype=np.int16)
             self._norms = np.zeros(cap, dtype=np.float32)
             if simsimd is not None:
@@ -267,11 +282,11 @@ class VectorCache:
         row = self._index.get(key)
         if row is None:
             row = len(self._ids)
-            if row >= self._matrix.shape[0]:
+            if row >= self._labels.shape[0]:
                 self._grow()
             self._ids.append(key)
             self._index[key] = row
-        self._matrix[row] = v
+        self._rows.set(row, v[None, :])  # type: ignore[union-attr]
         self._labels[row] = label
         self._norms[row] = float(np.linalg.norm(raw))
         if self._quant is not None and row < self._quantised:
@@ -284,17 +299,15 @@ class VectorCache:
             return None
         with self._lock:
             row = self._index.get(key)
-            return None if row is None else self._matrix[row] * self._norms[row]
+            return None if row is None else self._rows.row(row) * self._norms[row]  # type: ignore[union-attr]
 
     def _grow(self) -> None:
-        cap = max(64, self._matrix.shape[0] * 3 // 2)
-        matrix = np.zeros((cap, self._matrix.shape[1]), dtype=np.float32)
-        matrix[: self._matrix.shape[0]] = self._matrix
+        cap = max(64, self._labels.shape[0] * 3 // 2)
         labels = np.zeros(cap, dtype=np.int16)
         labels[: self._labels.shape[0]] = self._labels
         norms = np.zeros(cap, dtype=np.float32)
         norms[: self._norms.shape[0]] = self._norms
-        self._matrix, self._labels, self._norms = matrix, labels, norms
+        self._labels, self._norms = labels, norms
         if self._quant is not None:
             self._quant = self._quant.grown(cap)
 
@@ -310,7 +323,7 @@ class VectorCache:
                     moved = self._ids[last]
                     self._ids[row] = moved
                     self._index[moved] = row
-                    self._matrix[row] = self._matrix[last]
+                    self._rows.move(last, row)  # type: ignore[union-attr]
                     self._labels[row] = self._labels[last]
                     self._norms[row] = self._norms[last]
                     if self._quant is not None:
@@ -343,41 +356,43 @@ class VectorCache:
             if n == 0 or self.dims is None:
                 return []
             self.check_dims(q)
-            matrix = self._matrix[:n]
+            rows = self._rows
+            assert rows is not None
             mask = None if label is None else self._labels[:n] == label
             if self._quant is not None and n >= QUANTISED_MIN_ROWS and k > 0:
                 self._quantise_new()
                 top = []
                 if q.any():
-                    top = self._quant.search(matrix, unit(q), k, mask, min_score)
+                    top = self._quant.search(rows, n, unit(q), k, mask, min_score)
             else:
-                top = cosine_top_k(matrix, q, k, mask)
+                top = scan_top_k(rows, n, q, k, mask)
                 if min_score is not None:
                     top = [(i, score) for i, score in top if score >= min_score]
             return [(self._ids[i], score) for i, score in top]
 
-    def export(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
+    def export(self) -> tuple[list[str], UnitRows, np.ndarray, np.ndarray, list[np.ndarray]]:
         """(ids, unit rows, norms, labels, int8 columns) of every row, in row order.
 
-        The arrays are views, valid until the cache next changes; the int8 columns
-        (codes, bias, scale, l1) are empty when there is no int8 copy.
+        The unit rows' first ``len(ids)`` are the cache's; the arrays are views. All are
+        valid until the cache next changes; the int8 columns (codes, bias, scale, l1) are
+        empty when there is no int8 copy.
         """
         with self._lock:
             n = len(self._ids)
-            if self.dims is None:
-                empty = np.zeros((0, 0), dtype=np.float32)
+            if self.dims is None or self._rows is None:
+                empty = UnitRows(0, 1)
                 return [], empty, np.zeros(0, np.float32), np.zeros(0, np.int16), []
             self._quantise_new()
             quant = self._quant
             columns = [] if quant is None else [
                 quant.codes[:n], quant.bias[:n], quant.scale[:n], quant.l1[:n]
             ]  # fmt: skip
-            return list(self._ids), self._matrix[:n], self._norms[:n], self._labels[:n], columns
+            return list(self._ids), self._rows, self._norms[:n], self._labels[:n], columns
 
     def restore(
         self,
         ids: list[str],
-        units: np.ndarray,
+        units: np.ndarray | UnitRows,
         norms: np.ndarray,
         labels: np.ndarray,
         columns: list[np.ndarray] | None = None,
@@ -385,18 +400,23 @@ class VectorCache:
         """Fill an empty cache with ``export``'s arrays; with its int8 ``columns`` (of the
         same dimensions) nothing is quantised again.
 
-        ``units`` and the columns may hold more rows than ``ids`` (``capacity_for``):
-        those past ``len(ids)`` are then the cache's spare capacity and the arrays are
-        taken as they are, not copied (a copy of 100,000 rows would cost time and, while
-        it lasts, twice their memory)."""
+        ``units`` are the unit rows: an array, or ``UnitRows`` (a snapshot's file, whose
+        rows are then read on demand and not held). The arrays may hold more rows than
+        ``ids`` (``capacity_for``): those past ``len(ids)`` are then the cache's spare
+        capacity and the arrays are taken as they are, not copied (a copy of 100,000
+        rows would cost time and, while it lasts, twice their memory)."""
         n = len(ids)
         if n == 0:
             return
         with self._lock:
-            dims = int(units.shape[1])
-            cap = max(self.capacity_for(n), int(units.shape[0]))
+            if isinstance(units, UnitRows):
+                dims, cap = units.dims, max(self.capacity_for(n), units.capacity)
+                self._rows = units
+            else:
+                dims = int(units.shape[1])
+                cap = max(self.capacity_for(n), int(units.shape[0]))
+                self._rows = UnitRows.in_memory(_taken(units, cap, np.float32))
             self.dims = dims
-            self._matrix = _taken(units, cap, np.float32)
             self._norms = _taken(norms, cap, np.float32)
             self._labels = _taken(labels, cap, np.int16)
             self._ids = list(ids)
@@ -421,4 +441,6 @@ class VectorCache:
     def clear(self) -> None:
         """Forget every row (used when the store is closed)."""
         with self._lock:
+            if self._rows is not None:
+                self._rows.close()
             self.__init__(self._capacity)  # type: ignore[misc]
