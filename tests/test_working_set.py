@@ -345,12 +345,15 @@ def _everything(backend: SqliteBackend | IndexedBackend, ids: list[str]) -> tupl
     )
 
 
+@pytest.mark.parametrize("chunk", [snapshot.SAVE_CHUNK, 7])
 def test_changes_to_a_working_set_loaded_packed_survive_the_next_snapshot(
-    tmp_path: Path, build: GraphBuilder
+    tmp_path: Path, build: GraphBuilder, chunk: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A snapshot loads its edges packed and unpacks a memory's when it is touched: what
     is then forgotten, strengthened, linked or added must read (and be saved) exactly as
-    in the store, next to the memories that stayed packed."""
+    in the store, next to the memories that stayed packed. (A save builds its rows and
+    writes their texts a chunk at a time: 7 splits these 40 memories.)"""
+    monkeypatch.setattr(snapshot, "SAVE_CHUNK", chunk)
     backend = _open(tmp_path)
     hub, side = build.cue("hub"), build.cue("side")
     for i in range(40):

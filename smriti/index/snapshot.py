@@ -48,6 +48,8 @@ STALE = "stale"
 #: Arrays saved as .npy files of their own and read straight into the vector cache.
 LARGE = ("vec_units", "vec_codes")
 _TIMES = (POS["created_at"], POS["last_accessed_at"])
+#: Rows built (and memories' texts encoded) at a time while saving.
+SAVE_CHUNK = 4096
 #: The string fields of a row, in the order ``strings.json`` holds them.
 _TEXTS = ("content", "summary", "memory_type", "source", "tags", "supersedes", "superseded_by")
 
@@ -73,12 +75,49 @@ def save(ws: WorkingSet, directory: Path, stamp: str) -> None:
         np.savez(fh, **arrays)
         _sync(fh)
     with (directory / "strings.json").open("w", encoding="utf-8") as fh:
-        fh.write(json.dumps(strings, ensure_ascii=False))  # dumps: the C encoder
+        _write_json(fh, strings)
         _sync(fh)
     meta = {"format": FORMAT, "stamp": stamp, "engrams": count, "fields": list(FIELDS)}
     with (directory / "meta.json").open("w", encoding="utf-8") as fh:
         json.dump(meta, fh)
         _sync(fh)
+
+
+def _row_columns(graph: Any, ids: list[str]) -> tuple[np.ndarray, np.ndarray, list[list[Any]]]:
+    """The rows' numbers, times and text fields, built a chunk of rows at a time: most
+    rows are still packed, and building all 100,000 at once took 100 MB more."""
+    n = len(ids)
+    numbers = np.zeros((n, 4), dtype=np.float64)
+    times = np.zeros((n, 3), dtype=np.float64)
+    texts: list[list[Any]] = []
+    number_at = [POS[f] for f in ("importance", "access_count", "decay_factor", "cluster_id")]
+    at_superseded = POS["superseded_at"]
+    for start in range(0, n, SAVE_CHUNK):
+        rows = [graph.rows.peek(k) for k in ids[start : start + SAVE_CHUNK]]
+        end = start + len(rows)
+        numbers[start:end] = [[r[i] for i in number_at] for r in rows]
+        times[start:end] = [
+            [*(r[i].timestamp() for i in _TIMES), _seconds(r[at_superseded])] for r in rows
+        ]
+        texts.extend([r[POS[f]] for f in _TEXTS] for r in rows)
+    return numbers, times, texts
+
+
+def _write_json(fh: Any, strings: dict[str, Any]) -> None:
+    """``json.dumps(strings)`` written a part at a time (the rows in chunks), so the
+    whole text (tens of MB) is never held at once; ``json.loads`` reads it back."""
+    fh.write("{")
+    for i, (key, value) in enumerate(strings.items()):
+        fh.write(("," if i else "") + json.dumps(key) + ":")
+        if key != "rows":
+            fh.write(json.dumps(value, ensure_ascii=False))  # dumps: the C encoder
+            continue
+        fh.write("[")
+        for start in range(0, len(value), SAVE_CHUNK):
+            part = json.dumps(value[start : start + SAVE_CHUNK], ensure_ascii=False)
+            fh.write(("," if start else "") + part[1:-1])
+        fh.write("]")
+    fh.write("}")
 
 
 def _collect(ws: WorkingSet) -> tuple[dict[str, np.ndarray], dict[str, Any], int]:
@@ -90,16 +129,7 @@ def _collect(ws: WorkingSet) -> tuple[dict[str, np.ndarray], dict[str, Any], int
     slot = {k: i for i, k in enumerate(ids)}
     cue_ids = list(ws.cues_by_id)
     cue_slot = {c: i for i, c in enumerate(cue_ids)}
-    rows = [graph.rows.peek(k) for k in ids]
-    numbers = np.array(
-        [[r[POS[f]] for f in ("importance", "access_count", "decay_factor", "cluster_id")]
-         for r in rows], dtype=np.float64,
-    ).reshape(len(rows), 4)  # fmt: skip
-    at_superseded = POS["superseded_at"]
-    times = np.array(
-        [[*(r[i].timestamp() for i in _TIMES), _seconds(r[at_superseded])] for r in rows],  # type: ignore[attr-defined]
-        dtype=np.float64,
-    ).reshape(len(rows), 3)
+    numbers, times, texts = _row_columns(graph, ids)
     terms = text.terms()
     posts = [text.posting(t) for t in terms]
     docs = [np.asarray(p[0], dtype=np.int32) for p in posts if p is not None]
@@ -118,7 +148,7 @@ def _collect(ws: WorkingSet) -> tuple[dict[str, np.ndarray], dict[str, Any], int
     codes, bias, scale, l1 = vec_columns or [np.zeros((0, 0), np.uint8), *[np.zeros(0)] * 3]
     strings = {
         "ids": ids,
-        "rows": [[r[POS[f]] for f in _TEXTS] for r in rows],  # fmt: skip
+        "rows": texts,
         "cues": [[c, ws.cues_by_id[c].name, ws.cues_by_id[c].cue_type] for c in cue_ids],
         "terms": [t for t, p in zip(terms, posts, strict=True) if p is not None],
         "labels": ws.labels,
