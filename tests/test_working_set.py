@@ -392,6 +392,38 @@ def test_changes_to_a_working_set_loaded_packed_survive_the_next_snapshot(
         third.close()
 
 
+def test_forgetting_a_memory_loaded_packed_leaves_its_cues_and_neighbours_packed(
+    tmp_path: Path, build: GraphBuilder
+) -> None:
+    """Removing a memory from a hub's members and from its neighbours' edges does not
+    build their dicts (consolidation prunes thousands), and every read still answers as
+    the store does, before and after the next snapshot."""
+    backend = _open(tmp_path)
+    hub = build.cue("hub")
+    for i in range(30):
+        assoc = [Association(f"e{i:05d}", f"e{i - 1:05d}", 0.5, "semantic")] if i else []
+        backend.add_memory(build.engram(i, content=f"memory number {i} words"), [hub], assoc)
+    backend.close()
+    again = _open(tmp_path)
+    ids = [f"e{i:05d}" for i in range(30)]
+    try:
+        again.delete_engrams(["e00005", "e00012"])
+        graph = again._ws.graph  # type: ignore[union-attr]
+        assert graph.c2e.size(hub.id) == 28 and hub.id not in graph.c2e._live
+        assert {"e00004", "e00006", "e00011", "e00013"}.isdisjoint(
+            graph.inn._live.keys() | graph.out._live.keys()
+        )
+        want = _everything(again.inner, ids)
+        assert _everything(again, ids) == want
+    finally:
+        again.close()
+    third = _open(tmp_path)
+    try:
+        assert _everything(third, ids) == want
+    finally:
+        third.close()
+
+
 def test_a_snapshot_keeps_its_vectors_on_file_and_they_outlive_the_next_save(
     tmp_path: Path, build: GraphBuilder
 ) -> None:

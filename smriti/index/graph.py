@@ -159,20 +159,22 @@ class Graph:
                 if row is None:
                     continue
                 self.text.remove(key)
+                # Removed from the other ends without unpacking them (a hub's members,
+                # a neighbour's edges): most stay packed (``LazyMap.discard``).
                 for cue in self.e2c.pop(key, {}):
-                    self.c2e.get(cue, {}).pop(key, None)
+                    self.c2e.discard(cue, key)
                     self.ranking.removed(cue, key, row[3])  # type: ignore[arg-type]
                 for other in self.out.pop(key, {}):
-                    self.inn.get(other, {}).pop(key, None)
+                    self.inn.discard(other, key)
                 for other in self.inn.pop(key, {}):
-                    self.out.get(other, {}).pop(key, None)
+                    self.out.discard(other, key)
 
     def remove_cues(self, cue_ids: Iterable[str]) -> None:
         with self.lock:
             for cue in cue_ids:
                 self.cue_ids.pop(cue, None)
                 for key in self.c2e.pop(cue, {}):
-                    self.e2c.get(key, {}).pop(cue, None)
+                    self.e2c.discard(key, cue)
                 self.ranking.drop(cue)
 
     # -- edges ---------------------------------------------------------------------------
