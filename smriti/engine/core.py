@@ -23,6 +23,7 @@ from smriti.engine.gate import WriteGate
 from smriti.engine.recall import RecallResults, recall
 from smriti.engine.store import StoreOutcome, store
 from smriti.errors import ConfigError, NotFound
+from smriti.index import heap
 from smriti.logs import get_logger
 from smriti.model import Cue, Engram
 from smriti.plugins import Registry, create_plugin_manager
@@ -254,6 +255,7 @@ class Engine:
         """Run consolidation now; ``progress`` as ``smriti.progress`` describes (off by
         default, so periodic runs draw nothing)."""
         report = consolidate(self, progress)
+        heap.release()  # pruning and clustering freed tens of MB
         self._size = self.backend.count_engrams()
         if report.pruned or report.reclustered or report.decayed:
             self.dirty.set()

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from smriti.index import snapshot
+from smriti.index import heap, snapshot
 from smriti.index.budget import BUDGET
 from smriti.index.working_set import UPDATED, WorkingSet
 from smriti.logs import get_logger
@@ -270,6 +270,8 @@ class IndexedBackend(StorageBackend):
             log.warning("working set not saved; the next start rebuilds it from the store",
                         user=self.user, error=f"{type(exc).__name__}: {exc}")  # fmt: skip
             return
+        finally:
+            heap.release()
         log.info("working set saved", user=self.user, engrams=len(ws),
                  seconds=round(time.monotonic() - began, 2))  # fmt: skip
 
@@ -341,6 +343,7 @@ class IndexedBackend(StorageBackend):
             for change in self._pending or ():
                 change(ws)
             self._ws, self._pending, self.state = ws, None, "ready"
+        heap.release()
         log.info(
             "working set loaded", user=self.user, engrams=len(ws), source=source,
             mb=round(nbytes / 2**20, 1), seconds=round(time.monotonic() - began, 2),
