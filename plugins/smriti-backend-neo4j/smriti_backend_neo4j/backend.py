@@ -42,7 +42,7 @@ from smriti.model import (
     utcnow,
 )
 from smriti.reads import Expand, Listing, Neighbourhood, Seeds, Seek
-from smriti.storage import EngramStats, StorageBackend, StoredMemory, batched
+from smriti.storage import EngramStats, StorageBackend, StoredMemory, batched, joined
 from smriti_backend_neo4j import cypher as q
 from smriti_backend_neo4j.listing import list_statement
 from smriti_backend_neo4j.naming import database_name_for
@@ -657,7 +657,24 @@ class Neo4jBackend(StorageBackend):
         """The vector channel of ``seek`` alone, without the engram count."""
         return self._seek(Seek(k=k, vector=embedding, vector_floor=min_score), total=False).vector
 
+    def nearest_engrams(
+        self, embedding: np.ndarray, k: int, min_score: float
+    ) -> list[tuple[Engram, float]]:
+        """``vector_search_above`` with the candidates' engrams read in the same query."""
+        self._deferred.drain()  # the engrams' access fields are read too
+        query = Seek(k=k, vector=embedding, vector_floor=min_score)
+        seeds, record = self._seek_record(query, total=False, engrams=True)
+        if record is None:
+            return []
+        found = [engram_from(p) for p in record.get("engrams") or () if whole(p)]
+        return joined(seeds.vector, found)
+
     def _seek(self, query: Seek, *, total: bool) -> Seeds:
+        return self._seek_record(query, total=total)[0]
+
+    def _seek_record(self, query: Seek, *, total: bool, engrams: bool = False) -> tuple[Seeds, Any]:
+        """The seeds of ``query`` and the record they came from (None when nothing was
+        asked); ``engrams`` as in ``reads.seek_statement``."""
         from neo4j.exceptions import ClientError
 
         engram_index = self._index_for("Engram", query.vector)
@@ -666,9 +683,11 @@ class Neo4jBackend(StorageBackend):
         if query.text and self._text_changed:
             self._text_changed = False  # before the wait: a write meanwhile sets it again
             self._run(q.AWAIT_TEXT, read=True)
-        built = seek_statement(query, self.user, engram_index, cue_index, total=count)
+        built = seek_statement(
+            query, self.user, engram_index, cue_index, total=count, engrams=engrams
+        )
         if built is None:
-            return Seeds(total=(self._total or 0) if total else 0)
+            return Seeds(total=(self._total or 0) if total else 0), None
         try:
             records = self._run(built[0], read=True, **built[1])
         except BackendError as exc:
@@ -678,7 +697,7 @@ class Neo4jBackend(StorageBackend):
                 raise
             log.warning("neo4j vector index query failed; exact search", error=str(exc))
             self._refresh_vector_indexes()
-            built = seek_statement(query, self.user, None, None, total=count)
+            built = seek_statement(query, self.user, None, None, total=count, engrams=engrams)
             assert built is not None
             records = self._run(built[0], read=True, **built[1])
         seeds = seeds_from(records[0], query)
@@ -686,7 +705,7 @@ class Neo4jBackend(StorageBackend):
             self._set_total(seeds.total, writes)
         elif total:
             seeds.total = self._total or 0
-        return seeds
+        return seeds, records[0]
 
     def _total_stale(self) -> bool:
         with self._lock:

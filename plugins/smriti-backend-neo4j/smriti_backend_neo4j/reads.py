@@ -29,7 +29,7 @@ import numpy as np
 from smriti.model import Association, Link
 from smriti.reads import CueMatch, Expand, Neighbourhood, Seeds, Seek
 from smriti.storage import cosine_top_k
-from smriti_backend_neo4j.cypher import ENGRAM_TEXT_INDEX
+from smriti_backend_neo4j.cypher import ENGRAM_TEXT_INDEX, engram_map
 from smriti_backend_neo4j.records import association_from, lucene_query, vector_from, vector_param
 
 OVERFETCH, MIN_FETCH, MAX_FETCH = 4, 64, 4096
@@ -80,6 +80,16 @@ CALL () {{
   WITH $user AS owner
 {_VECTOR_EXACT_BODY}}}
 WITH *, v3 AS vector
+"""
+
+# The engrams of the vector candidates, without embeddings (``nearest_engrams``): looked up
+# by the (user, id) constraint's index, a few microseconds each.
+VECTOR_ENGRAMS = f"""
+CALL (vector) {{
+  UNWIND vector AS hit
+  MATCH (n:Engram {{user: $user, id: hit[0]}})
+  RETURN collect({engram_map("n", embeddings=False)}) AS engrams
+}}
 """
 
 # -- seek: lexical channel -------------------------------------------------------------------
@@ -176,9 +186,11 @@ def seek_statement(
     cue_index: str | None,
     *,
     total: bool = True,
+    engrams: bool = False,
 ) -> tuple[str, dict[str, Any]] | None:
     """The statement and parameters answering ``query``; None when nothing is asked.
-    ``engram_index`` and ``cue_index`` name usable vector indexes of the right width."""
+    ``engram_index`` and ``cue_index`` name usable vector indexes of the right width;
+    ``engrams`` adds an ``engrams`` column: the vector candidates' engram projections."""
     k = int(query.k)
     params: dict[str, Any] = {"user": user, "k": k, "memory_type": query.memory_type}
     parts: list[str] = []
@@ -193,6 +205,9 @@ def seek_statement(
         else:
             parts.append(VECTOR_EXACT)
         columns.append("vector")
+        if engrams:
+            parts.append(VECTOR_ENGRAMS)
+            columns.append("engrams")
     lucene = lucene_query(query.text or "") if k > 0 else ""
     if lucene:
         params.update(text=lucene, text_fetch=_fetch(k))
