@@ -47,6 +47,7 @@ from smriti_backend_neo4j import cypher as q
 from smriti_backend_neo4j.listing import list_statement
 from smriti_backend_neo4j.naming import database_name_for
 from smriti_backend_neo4j.reads import (
+    SHARE_UNKNOWN,
     neighbourhood_from,
     neighbourhood_statement,
     seeds_from,
@@ -84,6 +85,9 @@ INDEX_WAIT_SECONDS = 600
 # until ``retry_seconds`` have passed since the call's first failure.
 RETRY_FIRST, RETRY_CAP = 0.02, 1.0
 TOTAL_SECONDS = 5.0
+#: The smallest share assumed (a user with 1/16 of a shared index's rows, or fewer,
+#: fetches 16 times what it needs in the first stage; the second stage does the rest).
+MIN_SHARE = 1 / 16
 URI_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 
 
@@ -140,6 +144,9 @@ class Neo4jBackend(StorageBackend):
         # Whether this backend changed engram text since the full-text index (eventually
         # consistent, see cypher.SCHEMA) was last awaited: its next text read awaits it.
         self._text_changed = False
+        # The user's part of the shared vector index's hits, which sizes the next
+        # vector search's fetch (``reads.VECTOR_OVERFETCH``).
+        self._share = SHARE_UNKNOWN
 
     @classmethod
     def from_settings(cls, settings: Settings, user: str) -> Neo4jBackend:
@@ -683,9 +690,8 @@ class Neo4jBackend(StorageBackend):
         if query.text and self._text_changed:
             self._text_changed = False  # before the wait: a write meanwhile sets it again
             self._run(q.AWAIT_TEXT, read=True)
-        built = seek_statement(
-            query, self.user, engram_index, cue_index, total=count, engrams=engrams
-        )
+        built = seek_statement(query, self.user, engram_index, cue_index, total=count,
+                               engrams=engrams, share=self._share)  # fmt: skip
         if built is None:
             return Seeds(total=(self._total or 0) if total else 0), None
         try:
@@ -701,11 +707,18 @@ class Neo4jBackend(StorageBackend):
             assert built is not None
             records = self._run(built[0], read=True, **built[1])
         seeds = seeds_from(records[0], query)
+        self._note_share(records[0], query)
         if count:
             self._set_total(seeds.total, writes)
         elif total:
             seeds.total = self._total or 0
         return seeds, records[0]
+
+    def _note_share(self, record: Any, query: Seek) -> None:
+        """Remember the user's share of an unfiltered first vector stage's hits."""
+        mine, raw = record.get("share") or (0, 0)
+        if raw and query.memory_type is None:
+            self._share = max(MIN_SHARE, mine / raw)
 
     def _total_stale(self) -> bool:
         with self._lock:
