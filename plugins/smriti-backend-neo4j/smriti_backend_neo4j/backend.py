@@ -662,7 +662,8 @@ class Neo4jBackend(StorageBackend):
         return [cue_from(r["p"]) for r in self._read(q.GET_CUES_BY_ID, ids=list(set(ids)))]
 
     def seek(self, query: Seek) -> Seeds:
-        """Every channel of ``query`` in one Cypher query (``reads.seek_statement``)."""
+        """Every channel of ``query`` in one round trip (``reads.seek_statement``; the
+        engram vector channel as a second statement sent at once, ``_seek_record``)."""
         return self._seek(query, total=True)
 
     def vector_search_above(

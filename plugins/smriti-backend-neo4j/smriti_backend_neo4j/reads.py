@@ -1,4 +1,5 @@
-"""The two coarse reads, ``seek`` and ``neighbourhood``, each one Cypher query.
+"""The two coarse reads, ``seek`` and ``neighbourhood``, each one Cypher query (the
+backend may send a seek's engram vector channel as a second one at the same time).
 
 A statement is assembled from the constant fragments below, chosen by the channels a
 request uses and the vector indexes that exist; every value is a parameter, never text.
