@@ -291,6 +291,23 @@ class StorageBackend(ABC):
         """
         return self.seek(Seek(k=k, vector=embedding, vector_floor=min_score)).vector
 
+    def nearest_engrams(
+        self, embedding: np.ndarray, k: int, min_score: float
+    ) -> list[tuple[Engram, float]]:
+        """``vector_search_above`` with the engrams found: (engram, cosine), best first.
+
+        The store pipeline's one read before it writes: the duplicate and conflict checks
+        read the hits' content and version fields, the association search the strongest
+        one's cluster. The engrams may come without embeddings. The default runs
+        ``vector_search_above`` and then ``get_engrams``; a server backend overrides it to
+        answer in one round trip, with the same result (a hit deleted between the search
+        and the read is left out).
+        """
+        hits = self.vector_search_above(embedding, k, min_score)
+        if not hits:
+            return []
+        return joined(hits, self.get_engrams([i for i, _ in hits], embeddings=False))
+
     @abstractmethod
     def neighbourhood(self, query: Expand) -> Neighbourhood:
         """One hop around ``query.ids`` in one round trip (``smriti.reads``).
@@ -339,6 +356,15 @@ class StorageBackend(ABC):
             self.iter_links(),
             self.iter_associations(),
         )
+
+
+def joined(
+    hits: Sequence[tuple[str, float]], engrams: Iterable[Engram]
+) -> list[tuple[Engram, float]]:
+    """(engram, score) for each (id, score) of ``hits`` whose engram is in ``engrams``,
+    in the order of ``hits``."""
+    by_id = {e.id: e for e in engrams}
+    return [(by_id[i], score) for i, score in hits if i in by_id]
 
 
 def cosine_top_k(

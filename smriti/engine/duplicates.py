@@ -88,6 +88,7 @@ class Neighbours:
 
     #: (engram id, cosine) above the lowest threshold in play, best first.
     hits: list[tuple[str, float]]
+    #: The engrams of ``hits`` by id, as read with them (superseded ones included).
     engrams: dict[str, Engram]
     duplicate: Engram | None = None
     #: (engram, cosine) of possible conflicts, best first.
@@ -104,9 +105,14 @@ def floor(engine: Engine) -> float:
 
 
 def examine(
-    engine: Engine, text: str, hits: list[tuple[str, float]], cue_names: list[str]
+    engine: Engine,
+    text: str,
+    hits: list[tuple[str, float]],
+    loaded: dict[str, Engram],
+    cue_names: list[str],
 ) -> Neighbours:
-    """Find a duplicate of ``text`` among ``hits``, else its possible conflicts."""
+    """Find a duplicate of ``text`` among ``hits`` (their engrams in ``loaded``), else
+    its possible conflicts."""
     s = engine.settings
     near = [
         (i, sim)
@@ -114,12 +120,10 @@ def examine(
         if sim >= s.conflict_threshold - CHANGE_BONUS
         or (s.dedup_threshold is not None and sim >= min(s.dedup_threshold, 0.999))
     ]
-    found = Neighbours(hits, {})
-    if not near:
+    found = Neighbours(hits, loaded)
+    current = [(loaded[i], sim) for i, sim in near if i in loaded and not loaded[i].is_superseded]
+    if not current:
         return found
-    loaded = engine.backend.get_engrams([i for i, _ in near], embeddings=False)
-    found.engrams = {e.id: e for e in loaded if not e.is_superseded}
-    current = [(found.engrams[i], sim) for i, sim in near if i in found.engrams]
     if s.dedup_threshold is not None:
         key, names = normalised_text(text), names_and_numbers(text)
         for e, sim in current:

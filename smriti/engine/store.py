@@ -139,13 +139,15 @@ def store(
     refs = clean_cues(extraction.cues, tag_list)
     vector, cues = embed_memory(engine, text, refs)
     with engine.content_lock(duplicates.normalised_text(text)):
-        hits = nearest(engine, vector)
+        near = nearest(engine, vector)
+        hits = [(e.id, sim) for e, sim in near]
+        loaded = {e.id: e for e, _ in near}
         if correction is not None:
             hits = [(i, sim) for i, sim in hits if i != correction.old.id]
-            found = duplicates.Neighbours(hits, {})
+            found = duplicates.Neighbours(hits, loaded)
         else:
             specific = [r.name for r in refs if r.cue_type != "context"]
-            found = duplicates.examine(engine, text, hits, specific)
+            found = duplicates.examine(engine, text, hits, loaded, specific)
             if found.duplicate is not None:
                 return deduplicated(engine, found.duplicate, weight, tag_list)
         return _write(engine, text, weight, tag_list, origin, chosen_id, extraction, vector,
@@ -240,11 +242,12 @@ def deduplicated(engine: Engine, existing: Engram, weight: float, tags: list[str
     return outcome
 
 
-def nearest(engine: Engine, vector: np.ndarray) -> list[tuple[str, float]]:
-    """The new memory's nearest existing memories above the lowest bar any check needs."""
+def nearest(engine: Engine, vector: np.ndarray) -> list[tuple[Engram, float]]:
+    """The new memory's nearest existing memories above the lowest bar any check needs,
+    read with the fields those checks use (one round trip on a server backend)."""
     k = max(engine.settings.association_top_k, duplicates.NEIGHBOURS)
-    hits = engine.backend.vector_search_above(vector, k, duplicates.floor(engine))
-    return [(eid, float(score)) for eid, score in hits]
+    hits = engine.backend.nearest_engrams(vector, k, duplicates.floor(engine))
+    return [(e, float(score)) for e, score in hits]
 
 
 def stored_outcome(engine: Engine, memory_id: str) -> StoreOutcome | None:
@@ -289,7 +292,7 @@ def associate(
     engine: Engine, hits: list[tuple[str, float]], loaded: Mapping[str, Engram] | None = None
 ) -> tuple[list[tuple[str, float]], int]:
     """The top-k of ``hits`` above the association threshold, and the strongest one's
-    cluster (from ``loaded`` when the duplicate check already read it)."""
+    cluster (from ``loaded`` when the store's nearest-neighbour read returned it)."""
     s = engine.settings
     if s.association_top_k == 0:
         return [], UNASSIGNED_CLUSTER

@@ -47,7 +47,13 @@ from smriti.index.working_set import UPDATED, WorkingSet
 from smriti.logs import get_logger
 from smriti.model import Association, CoOccurrence, Cue, Engram, EngramUpdate, Link, utcnow
 from smriti.reads import Expand, Listing, Neighbourhood, Seeds, Seek
-from smriti.storage import AssociationSearch, EngramStats, StorageBackend, StoredMemory
+from smriti.storage import (
+    AssociationSearch,
+    EngramStats,
+    StorageBackend,
+    StoredMemory,
+    joined,
+)
 
 log = get_logger(__name__)
 
@@ -516,6 +522,15 @@ class IndexedBackend(StorageBackend):
         if ws is not None:
             return ws.vector_search_above(embedding, k, min_score)
         return self._native().vector_search_above(embedding, k, min_score)
+
+    def nearest_engrams(
+        self, embedding: np.ndarray, k: int, min_score: float
+    ) -> list[tuple[Engram, float]]:
+        ws = self._reader()
+        if ws is None:  # the backend's own one-round-trip read, if it has one
+            return self._native().nearest_engrams(embedding, k, min_score)
+        hits = ws.vector_search_above(embedding, k, min_score)
+        return joined(hits, ws.get_engrams([i for i, _ in hits], embeddings=False))
 
     def get_engrams(self, ids: Sequence[str], embeddings: bool = True) -> list[Engram]:
         ws = self._reader()

@@ -657,6 +657,38 @@ class StorageBackendTests:
                 assert len(got) == min(k, 6)
             assert backend.vector_search_above(query, 10, want[0][1] + 1e-3) == []
 
+    def test_nearest_engrams_is_the_search_with_its_engrams(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        assert backend.nearest_engrams(build.vec(1), 10, -1.0) == []
+        engrams = {e.id: e for e in (build.engram(i) for i in range(40))}
+        for e in engrams.values():
+            self.store(backend, e)
+        # The fields the store's checks read, as updated after the write.
+        when = T0 + timedelta(days=2)
+        updates = [EngramUpdate(i, cluster_id=3, superseded_by="e00001", superseded_at=when)
+                   for i in ("e00004", "e00017", "e00033")]  # fmt: skip
+        backend.update_engrams(updates)
+        for u in updates:
+            engrams[u.id] = engrams[u.id].with_changes(
+                cluster_id=3, superseded_by="e00001", superseded_at=when
+            )
+        for q in range(6):
+            query = build.vec(700 + q)
+            want = self._exact(list(engrams.values()), query, 40)
+            floor = want[7][1] + 1e-3  # between the 8th and the 7th best
+            for k in (5, 10):
+                got = backend.nearest_engrams(query, k, floor)
+                searched = backend.vector_search_above(query, k, floor)
+                assert [(e.id, pytest.approx(s, abs=1e-6)) for e, s in got] == searched
+                assert len(got) == min(k, 7)
+                for e, _ in got:
+                    expected = engrams[e.id]
+                    # Embeddings may be left out; one that is sent must be right.
+                    vector = expected.embedding if e.embedding is None else e.embedding
+                    assert_engram_equal(e.with_changes(embedding=vector), expected)
+            assert backend.nearest_engrams(query, 10, want[0][1] + 1e-3) == []
+
     def test_vector_search_filters_memory_type_before_k(
         self, backend: StorageBackend, build: GraphBuilder
     ) -> None:
@@ -691,6 +723,12 @@ class StorageBackendTests:
             for i, score in got:
                 assert score == pytest.approx(want[i], abs=1e-3), f"wrong cosine for {i}"
         assert hits / 100 >= 0.9, f"recall@10 {hits / 100:.2f} < 0.9 with indexes {created}"
+        query = build.vec(950)
+        near = backend.nearest_engrams(query, 10, -1.0)  # through the indexes too
+        assert [(e.id, pytest.approx(s, abs=1e-6)) for e, s in near] == backend.vector_search_above(
+            query, 10, -1.0
+        )
+        assert len(near) == 10
         fresh = build.engram(n + 1, embedding=build.vec(4242))
         self.store(backend, fresh)  # rows added after indexing must be found
         assert vector_hits(backend, build.vec(4242), 1)[0][0] == fresh.id

@@ -21,9 +21,10 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -42,11 +43,12 @@ from smriti.model import (
     utcnow,
 )
 from smriti.reads import Expand, Listing, Neighbourhood, Seeds, Seek
-from smriti.storage import EngramStats, StorageBackend, StoredMemory, batched
+from smriti.storage import EngramStats, StorageBackend, StoredMemory, batched, joined
 from smriti_backend_neo4j import cypher as q
 from smriti_backend_neo4j.listing import list_statement
 from smriti_backend_neo4j.naming import database_name_for
 from smriti_backend_neo4j.reads import (
+    SHARE_UNKNOWN,
     neighbourhood_from,
     neighbourhood_statement,
     seeds_from,
@@ -84,6 +86,11 @@ INDEX_WAIT_SECONDS = 600
 # until ``retry_seconds`` have passed since the call's first failure.
 RETRY_FIRST, RETRY_CAP = 0.02, 1.0
 TOTAL_SECONDS = 5.0
+#: The smallest share assumed (a user with 1/16 of a shared index's rows, or fewer,
+#: fetches 16 times what it needs in the first stage; the second stage does the rest).
+MIN_SHARE = 1 / 16
+#: Threads running seeks' vector statements (beside the calling threads).
+SEEK_THREADS = 4
 URI_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 
 
@@ -140,6 +147,10 @@ class Neo4jBackend(StorageBackend):
         # Whether this backend changed engram text since the full-text index (eventually
         # consistent, see cypher.SCHEMA) was last awaited: its next text read awaits it.
         self._text_changed = False
+        # The user's part of the shared vector index's hits, which sizes the next
+        # vector search's fetch (``reads.VECTOR_OVERFETCH``).
+        self._share = SHARE_UNKNOWN
+        self._pool: ThreadPoolExecutor | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, user: str) -> Neo4jBackend:
@@ -271,6 +282,9 @@ class Neo4jBackend(StorageBackend):
         self._deferred.close()
         with self._lock:
             driver, self._driver = self._driver, None
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
         if driver is not None:
             driver.close()
 
@@ -648,7 +662,8 @@ class Neo4jBackend(StorageBackend):
         return [cue_from(r["p"]) for r in self._read(q.GET_CUES_BY_ID, ids=list(set(ids)))]
 
     def seek(self, query: Seek) -> Seeds:
-        """Every channel of ``query`` in one Cypher query (``reads.seek_statement``)."""
+        """Every channel of ``query`` in one round trip (``reads.seek_statement``; the
+        engram vector channel as a second statement sent at once, ``_seek_record``)."""
         return self._seek(query, total=True)
 
     def vector_search_above(
@@ -657,18 +672,75 @@ class Neo4jBackend(StorageBackend):
         """The vector channel of ``seek`` alone, without the engram count."""
         return self._seek(Seek(k=k, vector=embedding, vector_floor=min_score), total=False).vector
 
-    def _seek(self, query: Seek, *, total: bool) -> Seeds:
-        from neo4j.exceptions import ClientError
+    def nearest_engrams(
+        self, embedding: np.ndarray, k: int, min_score: float
+    ) -> list[tuple[Engram, float]]:
+        """``vector_search_above`` with the candidates' engrams read in the same query."""
+        self._deferred.drain()  # the engrams' access fields are read too
+        query = Seek(k=k, vector=embedding, vector_floor=min_score)
+        seeds, record = self._seek_record(query, total=False, engrams=True)
+        if record is None:
+            return []
+        found = [engram_from(p) for p in record.get("engrams") or () if whole(p)]
+        return joined(seeds.vector, found)
 
+    def _seek(self, query: Seek, *, total: bool) -> Seeds:
+        return self._seek_record(query, total=total)[0]
+
+    def _seek_record(
+        self, query: Seek, *, total: bool, engrams: bool = False
+    ) -> tuple[Seeds, Mapping[str, Any] | None]:
+        """The seeds of ``query`` and the record they came from (None when nothing was
+        asked); ``engrams`` as in ``reads.seek_statement``.
+
+        A recall's engram vector query and its other channels run as two statements at
+        once (``_split``): the server runs a statement's subqueries one after another,
+        and the vector query alone took about as long as the rest together at 100k
+        memories."""
         engram_index = self._index_for("Engram", query.vector)
         cue_index = self._index_for("Cue", _first_row(query.cue_vectors))
         writes, count = self._writes, total and self._total_stale()
         if query.text and self._text_changed:
             self._text_changed = False  # before the wait: a write meanwhile sets it again
             self._run(q.AWAIT_TEXT, read=True)
-        built = seek_statement(query, self.user, engram_index, cue_index, total=count)
+        split = _split(query)
+        if split is None:
+            record = self._seek_part(query, engram_index, cue_index, count, engrams)
+        else:
+            vector, rest = split
+            pending = self._parallel().submit(
+                self._seek_part, vector, engram_index, None, False, engrams
+            )
+            try:
+                other = self._seek_part(rest, None, cue_index, count, False)
+            finally:
+                first = pending.result()  # never left running behind an error
+            record = {**(first or {}), **(other or {})}
+        if record is None:
+            return Seeds(total=(self._total or 0) if total else 0), None
+        seeds = seeds_from(record, query)
+        self._note_share(record, query)
+        if count:
+            self._set_total(seeds.total, writes)
+        elif total:
+            seeds.total = self._total or 0
+        return seeds, record
+
+    def _seek_part(
+        self,
+        query: Seek,
+        engram_index: str | None,
+        cue_index: str | None,
+        count: bool,
+        engrams: bool,
+    ) -> dict[str, Any] | None:
+        """The record of one ``seek_statement`` (None when it asks nothing)."""
+        from neo4j.exceptions import ClientError
+
+        built = seek_statement(query, self.user, engram_index, cue_index, total=count,
+                               engrams=engrams, share=self._share)  # fmt: skip
         if built is None:
-            return Seeds(total=(self._total or 0) if total else 0)
+            return None
         try:
             records = self._run(built[0], read=True, **built[1])
         except BackendError as exc:
@@ -678,15 +750,23 @@ class Neo4jBackend(StorageBackend):
                 raise
             log.warning("neo4j vector index query failed; exact search", error=str(exc))
             self._refresh_vector_indexes()
-            built = seek_statement(query, self.user, None, None, total=count)
+            built = seek_statement(query, self.user, None, None, total=count, engrams=engrams)
             assert built is not None
             records = self._run(built[0], read=True, **built[1])
-        seeds = seeds_from(records[0], query)
-        if count:
-            self._set_total(seeds.total, writes)
-        elif total:
-            seeds.total = self._total or 0
-        return seeds
+        return dict(records[0].items())
+
+    def _parallel(self) -> ThreadPoolExecutor:
+        """The threads that run a seek's vector statement beside its other channels."""
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(SEEK_THREADS, thread_name_prefix="smriti-neo4j")
+            return self._pool
+
+    def _note_share(self, record: Any, query: Seek) -> None:
+        """Remember the user's share of an unfiltered first vector stage's hits."""
+        mine, raw = record.get("share") or (0, 0)
+        if raw and query.memory_type is None:
+            self._share = max(MIN_SHARE, mine / raw)
 
     def _total_stale(self) -> bool:
         with self._lock:
@@ -766,6 +846,17 @@ def _unexpected(cause: BaseException | None) -> bool:
     from neo4j.exceptions import Neo4jError
 
     return isinstance(cause, Neo4jError) and cause.find_by_gql_status("50N42") is not None
+
+
+def _split(query: Seek) -> tuple[Seek, Seek] | None:
+    """(the engram vector channel, every other channel) of a query that asks for both."""
+    if query.vector is None or query.k <= 0:
+        return None
+    others = bool(query.text) or bool(query.cue_names) or _first_row(query.cue_vectors) is not None
+    if not others:
+        return None
+    vector = replace(query, text=None, cue_names=(), cue_vectors=None)
+    return vector, replace(query, vector=None)
 
 
 def _first_row(vectors: np.ndarray | None) -> np.ndarray | None:

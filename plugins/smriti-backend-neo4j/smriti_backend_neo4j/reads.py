@@ -1,4 +1,5 @@
-"""The two coarse reads, ``seek`` and ``neighbourhood``, each one Cypher query.
+"""The two coarse reads, ``seek`` and ``neighbourhood``, each one Cypher query (the
+backend may send a seek's engram vector channel as a second one at the same time).
 
 A statement is assembled from the constant fragments below, chosen by the channels a
 request uses and the vector indexes that exist; every value is a parameter, never text.
@@ -21,6 +22,7 @@ moment later.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,10 +31,24 @@ import numpy as np
 from smriti.model import Association, Link
 from smriti.reads import CueMatch, Expand, Neighbourhood, Seeds, Seek
 from smriti.storage import cosine_top_k
-from smriti_backend_neo4j.cypher import ENGRAM_TEXT_INDEX
+from smriti_backend_neo4j.cypher import ENGRAM_TEXT_INDEX, engram_map
 from smriti_backend_neo4j.records import association_from, lucene_query, vector_from, vector_param
 
 OVERFETCH, MIN_FETCH, MAX_FETCH = 4, 64, 4096
+#: The engram channel's first stage asks the index for about ``VECTOR_OVERFETCH * k``
+#: of the user's hits, at least ``VECTOR_MIN_FETCH`` in all: ``VECTOR_OVERFETCH * k /
+#: share``, where ``share`` is the part of the previous query's hits that were the
+#: user's (``SHARE_UNKNOWN`` before the first). An index query's cost grows with the hits
+#: it returns (120 instead of 64 cost about 4 ms at 100k memories), and in a database a
+#: user has to itself the fixed ``OVERFETCH`` only paid for other users' rows that were
+#: not there. At 100k memories recall returned the same results (98 queries); a store's
+#: neighbours (k = 10) need the minimum: 32 lost some of them.
+VECTOR_OVERFETCH, VECTOR_MIN_FETCH, SHARE_UNKNOWN = 2, 64, 0.5
+#: The cue channel's smallest index fetch. A recall asks for the 3 nearest cues of each
+#: of its cue vectors, and an index query's cost grows with the hits it must return
+#: (64 instead of 16 took about 2 ms more per vector at 100k memories); a stage that
+#: brings too few of the user's cues above the floor falls back to the exact scan.
+CUE_MIN_FETCH = 16
 #: Vector candidates returned beyond ``k``, rescored here (see ``rescored``).
 RESCORE_MARGIN = 8
 
@@ -46,7 +62,8 @@ CALL () {{
   WITH count(*) AS raw, min(score) AS lowest, collect(CASE WHEN {_MINE} THEN node END) AS nodes
   WITH raw, lowest, nodes,
        [n IN nodes[0..$k_fetch] | [n.id, coalesce(n.embedding_f32, n.embedding)]] AS hits
-  RETURN hits AS v1, size(nodes) >= $k OR raw < $fetch OR lowest < $vector_floor AS v1_done
+  RETURN hits AS v1, size(nodes) >= $k OR raw < $fetch OR lowest < $vector_floor AS v1_done,
+         [size(nodes), raw] AS share
 }}
 """
 VECTOR_STAGE_2 = f"""
@@ -80,6 +97,16 @@ CALL () {{
   WITH $user AS owner
 {_VECTOR_EXACT_BODY}}}
 WITH *, v3 AS vector
+"""
+
+# The engrams of the vector candidates, without embeddings (``nearest_engrams``): looked up
+# by the (user, id) constraint's index, a few microseconds each.
+VECTOR_ENGRAMS = f"""
+CALL (vector) {{
+  UNWIND vector AS hit
+  MATCH (n:Engram {{user: $user, id: hit[0]}})
+  RETURN collect({engram_map("n", embeddings=False)}) AS engrams
+}}
 """
 
 # -- seek: lexical channel -------------------------------------------------------------------
@@ -176,9 +203,14 @@ def seek_statement(
     cue_index: str | None,
     *,
     total: bool = True,
+    engrams: bool = False,
+    share: float = SHARE_UNKNOWN,
 ) -> tuple[str, dict[str, Any]] | None:
     """The statement and parameters answering ``query``; None when nothing is asked.
-    ``engram_index`` and ``cue_index`` name usable vector indexes of the right width."""
+    ``engram_index`` and ``cue_index`` name usable vector indexes of the right width;
+    ``engrams`` adds an ``engrams`` column: the vector candidates' engram projections.
+    ``share`` sizes the index fetch (``VECTOR_OVERFETCH``); with an index, the ``share``
+    column holds [the user's hits, all hits] of the first stage."""
     k = int(query.k)
     params: dict[str, Any] = {"user": user, "k": k, "memory_type": query.memory_type}
     parts: list[str] = []
@@ -188,11 +220,16 @@ def seek_statement(
         params["vector_floor"] = _normalised(query.vector_floor)
         params["k_fetch"] = k + RESCORE_MARGIN
         if engram_index is not None:
-            params.update(engram_index=engram_index, fetch=_fetch(k), fetch_max=MAX_FETCH)
+            fetch = min(MAX_FETCH, max(math.ceil(VECTOR_OVERFETCH * k / share), VECTOR_MIN_FETCH))
+            params.update(engram_index=engram_index, fetch=fetch, fetch_max=MAX_FETCH)
             parts += [VECTOR_STAGE_1, VECTOR_STAGE_2, VECTOR_EXACT_FALLBACK]
+            columns.append("share")
         else:
             parts.append(VECTOR_EXACT)
         columns.append("vector")
+        if engrams:
+            parts.append(VECTOR_ENGRAMS)
+            columns.append("engrams")
     lucene = lucene_query(query.text or "") if k > 0 else ""
     if lucene:
         params.update(text=lucene, text_fetch=_fetch(k))
@@ -227,7 +264,7 @@ def _cue_branches(query: Seek, cue_index: str | None, params: dict[str, Any]) ->
         if cue_index is not None:
             params.update(
                 cue_index=cue_index,
-                cue_fetch=_fetch(int(query.cue_neighbours)),
+                cue_fetch=_fetch(int(query.cue_neighbours), CUE_MIN_FETCH),
                 cue_rescore=int(query.cue_neighbours) + RESCORE_MARGIN,
             )
             branches.append(CUE_BY_VECTOR_INDEX)
@@ -247,8 +284,8 @@ def _rows(vectors: np.ndarray | None) -> list[list[float]]:
     return matrix.reshape(matrix.shape[0] if matrix.ndim > 1 else 1, -1).tolist()
 
 
-def _fetch(k: int) -> int:
-    return max(k * OVERFETCH, MIN_FETCH)
+def _fetch(k: int, least: int = MIN_FETCH) -> int:
+    return max(k * OVERFETCH, least)
 
 
 def _normalised(cosine: float) -> float:
