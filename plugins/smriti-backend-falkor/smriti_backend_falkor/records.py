@@ -12,11 +12,9 @@ import base64
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
-import snowballstemmer
 
 from smriti.index.text import STOPWORDS
 from smriti.model import Association, Cue, Engram, normalise_cue_name
@@ -30,9 +28,6 @@ EPOCH = "1970-01-01T00:00:00.000000Z"
 #: query, so user text can never become RediSearch syntax.
 _TOKEN = re.compile(r"[^\W_]+")
 MAX_QUERY_TOKENS = 64
-#: The full-text index stems English words (Snowball) of at least this many letters: it
-#: indexes such a word also under its stem, shorter ones only as written.
-MIN_STEM_LENGTH = 4
 
 
 def ts(value: datetime | None) -> str | None:
@@ -249,41 +244,9 @@ def fulltext_query(text: str) -> str | None:
 
     Stopwords are left out unless the text has nothing else: the index keeps them (a
     short memory may be nothing but common words), so "the" would match, and the
-    statement would then filter and sort, nearly every memory. Words another query word
-    already matches through the stemmer are left out too (``distinct_stems``).
+    statement would then filter and sort, nearly every memory.
     """
     words = list(dict.fromkeys(t.lower() for t in _TOKEN.findall(text or "")))
     tokens = [w for w in words if w not in STOPWORDS] or words
-    tokens = distinct_stems(tokens)[:MAX_QUERY_TOKENS]
+    tokens = tokens[:MAX_QUERY_TOKENS]
     return "|".join(tokens) if tokens else None
-
-
-def distinct_stems(words: Sequence[str]) -> list[str]:
-    """``words`` less each one that an earlier kept word with its stem already matches.
-
-    RediSearch expands a query word to its Snowball stem, so it matches every word
-    indexed under that stem (those of MIN_STEM_LENGTH letters or more) and the stem
-    itself. The engine's query relaxation adds inflections ("talked": talk, talking,
-    talks) that the stemmer conflates anyway: each one more posting list the search
-    merges (a common word's thousands of matches read again) and one more score term
-    for the same memories, which the reference backend, deduplicating its own stems,
-    does not add. A word shorter than that is kept unless it is the stem itself: it is
-    indexed only as written, so another form's query would not find it ("fly" after
-    "flies").
-    """
-    kept: list[str] = []
-    stems: set[str] = set()
-    for word in words:
-        stem = _stem(word)
-        if stem in stems and (len(word) >= MIN_STEM_LENGTH or word == stem):
-            continue
-        kept.append(word)
-        stems.add(stem)
-    return kept
-
-
-@lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
-    # A stemmer object keeps state between calls: one per word keeps this thread-safe
-    # (it costs less than a microsecond; the stemming itself is cached).
-    return str(snowballstemmer.stemmer("english").stemWord(word))

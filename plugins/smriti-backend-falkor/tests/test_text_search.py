@@ -1,5 +1,5 @@
 """The full-text channel: the top of the matches by score, cut before the user filter,
-exact all the same; query words the stemmer conflates asked once."""
+exact all the same."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from smriti_backend_falkor.backend import FalkorBackend
-from smriti_backend_falkor.records import distinct_stems, fulltext_query
 from smriti_backend_falkor.search import SeekInput, SeekPlan
 
 from smriti.reads import Seek
@@ -80,43 +79,3 @@ def test_a_user_with_few_matches_needs_no_second_statement(
     got = alice.seek(Seek(10, text="harbor")).text
     assert {i for i, _ in got} == set(ids[:2])
     assert [p.text for p in plans] == ["top"]
-
-
-def test_distinct_stems_keeps_one_word_per_stem() -> None:
-    assert distinct_stems(["talked", "talk", "talking", "talks", "music", "musics"]) == [
-        "talked",
-        "music",
-    ]
-    # A short word is indexed only as written: another form's query would miss it.
-    assert distinct_stems(["flies", "fly"]) == ["flies", "fly"]
-    assert distinct_stems(["fly", "flies"]) == ["fly"]
-    # ... unless it is the stem itself.
-    assert distinct_stems(["arts", "art"]) == ["arts"]
-    assert fulltext_query("Who talked about the talks? talking, TALK") == "talked"
-
-
-FORMS = [
-    ["talked", "talk", "talking", "talks", "talke", "talkes"],
-    ["fly", "flies", "flying", "flied"],
-    ["art", "arts", "artful"],
-    ["recipe", "recipes", "reciped", "reciping"],
-    ["walk", "walks", "walked", "walking", "walker"],
-    ["study", "studies", "studied", "studying"],
-    ["tie", "ties", "tied", "tying"],
-    ["bus", "buses", "bused"],
-]
-
-
-@pytest.mark.parametrize("forms", FORMS, ids=[f[0] for f in FORMS])
-@pytest.mark.parametrize("order", ["as_listed", "reversed"])
-def test_left_out_words_lose_no_match(
-    make_backend: Callable[..., FalkorBackend], forms: list[str], order: str
-) -> None:
-    """One memory per form: the query of the kept words finds every memory that the
-    words asked one by one find (the server's stemmer agrees with the one used here)."""
-    alice = make_backend("alice")
-    words = forms if order == "as_listed" else forms[::-1]
-    _texts(alice, [f"{w} yesterday" for w in words])
-    one_by_one = {i for w in words for i, _ in alice.seek(Seek(50, text=w)).text}
-    assert one_by_one
-    assert {i for i, _ in alice.seek(Seek(50, text=" ".join(words))).text} == one_by_one
