@@ -82,7 +82,7 @@ class FalkorBackend(StorageBackend):
     write_batch: ClassVar[int] = 500
     #: Rows per page when streaming.
     read_batch: ClassVar[int] = 1000
-    #: Smallest number of candidates asked from the HNSW index.
+    #: Smallest number of candidates asked from the HNSW and full-text indexes.
     min_index_fetch: ClassVar[int] = 64
     #: Above this many candidates the exact scan of the user's nodes is cheaper.
     max_index_fetch: ClassVar[int] = 8192
@@ -426,7 +426,7 @@ class FalkorBackend(StorageBackend):
         ask = SeekInput.of(query)
         seeds = self._seek(ask, total=True)
         if ask.text and not seeds.text and self._restore_fulltext():
-            self._run_seek(SeekPlan(text=True), ask).into(seeds)
+            self._run_seek(SeekPlan(text="all"), ask).into(seeds)
         return seeds
 
     def vector_search_above(
@@ -453,7 +453,8 @@ class FalkorBackend(StorageBackend):
         return SeekPlan(
             vector=None if ask.vector is None else "index" if ready["Engram"] else "exact",
             vector_fetch=max(self.min_index_fetch, 2 * ask.k),
-            text=ask.text is not None,
+            text=None if ask.text is None else "top",
+            text_fetch=max(self.min_index_fetch, 2 * ask.k),
             cue_names=bool(ask.cue_names),
             cue_vectors=None if not ask.cue_vectors else "index" if ready["Cue"] else "exact",
             cue_fetch=max(self.min_index_fetch, 2 * ask.cue_neighbours),
@@ -468,11 +469,13 @@ class FalkorBackend(StorageBackend):
             fetch = answer.next_vector_fetch(ask)
             vector = "index" if fetch <= self.max_index_fetch else "exact"
         cues = answer.cues_short()
-        if vector is None and not cues:
+        text = answer.text_short(ask)
+        if vector is None and not cues and not text:
             return None
         return SeekPlan(
             vector=vector,
             vector_fetch=fetch,
+            text="all" if text else None,
             cue_names=cues and bool(ask.cue_names),
             cue_vectors="exact" if cues else None,
         )

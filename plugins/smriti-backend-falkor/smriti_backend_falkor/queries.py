@@ -459,16 +459,40 @@ CALL {
   RETURN hits AS vector_hits, $k AS vector_eligible, -1.0 AS vector_worst, 0 AS vector_raw
 }
 """
+#: The full-text top ``$text_fetch`` by score (ties by internal node id), then the user
+#: and type filter on those alone: the procedure yields every match, unordered, and
+#: reading a property of each (tens of thousands for a common word at 100k memories)
+#: cost as much as the search itself, while the sort on score alone is a cheap heap.
+#: The filter is a list comprehension because FalkorDB plans a ``WHERE`` on ``node``
+#: where ``node`` is bound, before the sort and the limit. ``text_raw`` (matches the
+#: fetch kept) tells the caller whether a crowded graph may have left hits out.
 SEEK_TEXT = """
+CALL {
+  CALL db.idx.fulltext.queryNodes('Engram', $text)
+  YIELD node, score
+  WITH node, score
+  ORDER BY score DESC, id(node)
+  LIMIT $text_fetch
+  WITH collect([node, score]) AS top, count(node) AS raw
+  RETURN [t IN top WHERE t[0].user = $user
+                     AND ($memory_type IS NULL OR t[0].memory_type = $memory_type)
+          | [t[0].id, t[1]]][..$k] AS text_hits,
+         raw AS text_raw
+}
+"""
+#: Every match filtered by user and type, then the top k: exact however few of the
+#: matches are this user's, for when SEEK_TEXT's fetch left too few.
+SEEK_TEXT_ALL = """
 CALL {
   CALL db.idx.fulltext.queryNodes('Engram', $text)
   YIELD node, score
   WITH node, score
   WHERE node.user = $user AND ($memory_type IS NULL OR node.memory_type = $memory_type)
   WITH node, score
-  ORDER BY score DESC, node.id
+  ORDER BY score DESC, id(node)
   LIMIT $k
-  RETURN collect([node.id, score]) AS text_hits
+  WITH collect([node.id, score]) AS hits
+  RETURN hits AS text_hits, 0 AS text_raw
 }
 """
 SEEK_CUE_NAMES = """

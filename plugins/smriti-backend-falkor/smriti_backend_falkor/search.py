@@ -25,6 +25,9 @@ from smriti_backend_falkor import queries as Q
 from smriti_backend_falkor.records import FloatList, association_from, fulltext_query, vector
 
 Way = Literal["index", "exact"]
+#: The text channel: the top of the matches by score, filtered after the cut, or every
+#: match filtered before it (``queries.SEEK_TEXT`` and ``SEEK_TEXT_ALL``).
+TextWay = Literal["top", "all"]
 
 #: How the cue-merging fragment reads each cue source (constants, never user text).
 _CUE_SOURCES = {
@@ -93,7 +96,8 @@ class SeekPlan:
 
     vector: Way | None = None
     vector_fetch: int = 0
-    text: bool = False
+    text: TextWay | None = None
+    text_fetch: int = 0
     cue_names: bool = False
     cue_vectors: Way | None = None
     cue_fetch: int = 0
@@ -122,6 +126,8 @@ class SeekPlan:
             )
         if self.text:
             p["text"] = ask.text
+        if self.text == "top":
+            p["text_fetch"] = self.text_fetch
         if self.cue_names:
             p["cue_names"] = ask.cue_names
         if self.cue_vectors:
@@ -134,7 +140,11 @@ class SeekPlan:
 
 @cache
 def _statement(
-    vector: Way | None, text: bool, cue_names: bool, cue_vectors: Way | None, total: bool
+    vector: Way | None,
+    text: TextWay | None,
+    cue_names: bool,
+    cue_vectors: Way | None,
+    total: bool,
 ) -> tuple[str, list[str]]:
     parts: list[str] = []
     columns: list[str] = []
@@ -142,8 +152,8 @@ def _statement(
         parts.append(Q.SEEK_VECTOR_INDEX if vector == "index" else Q.SEEK_VECTOR_EXACT)
         columns += ["vector_hits", "vector_eligible", "vector_worst", "vector_raw"]
     if text:
-        parts.append(Q.SEEK_TEXT)
-        columns.append("text_hits")
+        parts.append(Q.SEEK_TEXT if text == "top" else Q.SEEK_TEXT_ALL)
+        columns += ["text_hits", "text_raw"]
     sources: list[str] = []
     if cue_names:
         parts.append(Q.SEEK_CUE_NAMES)
@@ -214,6 +224,15 @@ class SeekAnswer:
         eligible = max(int(self.row["vector_eligible"]), 1)
         needed = math.ceil(2 * ask.k * int(self.row["vector_raw"]) / eligible)
         return max(self.plan.vector_fetch * 4, needed)
+
+    def text_short(self, ask: SeekInput) -> bool:
+        """True when the top of the matches held fewer than k of this user's (and type's)
+        and there were more matches than it kept."""
+        return (
+            self.plan.text == "top"
+            and len(self.row["text_hits"]) < ask.k
+            and int(self.row["text_raw"]) >= self.plan.text_fetch
+        )
 
     def cues_short(self) -> bool:
         """True when a query cue row may have near cues the index fetch did not reach."""
