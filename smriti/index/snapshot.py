@@ -120,8 +120,9 @@ def _write_json(fh: Any, strings: dict[str, Any]) -> None:
     fh.write("}")
 
 
-def _collect(ws: WorkingSet) -> tuple[dict[str, np.ndarray], dict[str, Any], int]:
-    """The arrays and strings of a snapshot of ``ws`` (its lock held)."""
+def _collect(ws: WorkingSet) -> tuple[dict[str, Any], dict[str, Any], int]:
+    """The arrays (``vec_units`` as ``(UnitRows, n)``) and strings of a snapshot of ``ws``
+    (its lock held)."""
     graph, text = ws.graph, ws.graph.text
     if text.dead:
         text.compact()  # documents renumbered: the rows' order is the documents' order
