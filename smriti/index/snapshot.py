@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from smriti.index.graph import FIELDS, POS, Facets
-from smriti.index.rows import UnitRows
+from smriti.index.rows import UnitRows, npy_rows
 from smriti.index.working_set import WorkingSet
 from smriti.model import Cue, normalise_cue_name
 
@@ -374,14 +374,9 @@ def _unit_rows(path: Path, count: int, capacity: int) -> UnitRows | np.ndarray:
 def _read_rows(path: Path, capacity: int) -> np.ndarray:
     """The array saved at ``path`` (a .npy file), in an array of at least ``capacity``
     rows whose rows past the saved ones are zeros."""
+    offset, shape, dtype = npy_rows(path)
     with path.open("rb") as fh:
-        version = np.lib.format.read_magic(fh)
-        if version == (1, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
-        else:
-            shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
-        if fortran or dtype.hasobject or not shape:
-            raise ValueError(f"{path.name}: not a C-ordered array of numbers")
+        fh.seek(offset)
         out = np.zeros((max(capacity, shape[0]), *shape[1:]), dtype=dtype)
         view = memoryview(out[: shape[0]].reshape(-1).view(np.uint8))
         done = 0
