@@ -26,11 +26,11 @@ BLOCK_ROWS = 8192
 
 
 class FileRows:
-    """``count`` float32 rows of ``dims`` at ``offset`` in an open file (read by pread)."""
+    """Float32 rows of ``dims`` from ``offset`` in an open file (read by pread)."""
 
-    def __init__(self, path: Path, offset: int, count: int, dims: int) -> None:
+    def __init__(self, path: Path, offset: int, dims: int) -> None:
         self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        self.offset, self.count, self.dims = offset, count, dims
+        self.offset, self.dims = offset, dims
         self.row_bytes = 4 * dims
         # The file is replaced by the next save; this descriptor keeps the old one.
         self._close = weakref.finalize(self, os.close, self.fd)
@@ -109,7 +109,7 @@ class UnitRows:
         expected = offset + shape[0] * shape[1] * 4
         if path.stat().st_size < expected:
             raise ValueError(f"{path.name}: truncated")
-        rows.file = FileRows(path, offset, count, int(shape[1]))
+        rows.file = FileRows(path, offset, int(shape[1]))
         rows.base = count
         return rows
 
