@@ -432,7 +432,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     print_rows(rows)
     for backend, why in skipped.items():
         print(f"skipped {backend}: {why}")
-    payload = {"machine": machine(), "args": vars(args), "rows": rows, "skipped": skipped}
+    payload = {"machine": machine(), "args": vars(args), "rows": rows, "skipped": skipped,
+               "server_settings": servers.settings}  # fmt: skip
     print(f"results: {write_results('engine', payload, args.out)}")
 
 

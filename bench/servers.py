@@ -41,12 +41,27 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def with_extra_settings(defaults: tuple[str, ...], variable: str) -> tuple[str, ...]:
+    """``defaults`` (``name=value``) with the settings in ``variable`` (separated by
+    ``;``) added, one replacing a default of the same name: to compare a server setting
+    side by side without editing the launcher's defaults."""
+    parts = (p.strip() for p in os.environ.get(variable, "").split(";"))
+    extra = [p for p in parts if p]
+    bad = [p for p in extra if "=" not in p]
+    if bad:
+        raise SystemExit(f"{variable}: expected name=value, got {bad[0]!r}")
+    merged = dict(line.split("=", 1) for line in (*defaults, *extra))
+    return tuple(f"{name}={value}" for name, value in merged.items())
+
+
 @dataclass
 class Servers:
     """Servers started for this run, stopped by ``stop``."""
 
     start: bool = False
     stops: list[Callable[[], None]] = field(default_factory=list)
+    #: The settings of each server this object started, by backend (for the results).
+    settings: dict[str, list[str]] = field(default_factory=dict)
 
     def stop(self) -> None:
         """Stop every server this object started, newest first."""
@@ -99,10 +114,12 @@ class Servers:
         sys.modules[spec.name] = module  # its dataclasses look their module up there
         spec.loader.exec_module(module)
         # The full JIT, as a production server runs, and a page cache that holds a
-        # 100k store (module.BENCH_SETTINGS).
+        # 100k store (module.BENCH_SETTINGS), plus any in NEO4J_BENCH_SETTINGS.
         home = Path(tempfile.mkdtemp(prefix="smriti-bench-neo4j-"))
-        server = module.start(home, quick_jit=False, settings=module.BENCH_SETTINGS, heap="2g")
+        settings = with_extra_settings(module.BENCH_SETTINGS, "NEO4J_BENCH_SETTINGS")
+        server = module.start(home, quick_jit=False, settings=settings, heap="2g")
         self.stops.append(server.stop)
+        self.settings["neo4j"] = list(settings)
         return {
             "NEO4J_URI": server.uri,
             "NEO4J_USERNAME": server.username,

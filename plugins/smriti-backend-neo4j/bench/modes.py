@@ -124,7 +124,8 @@ def main() -> None:
     print(f"{args.backend} at {size}: import {imported['memories_per_s']} memories/s "
           f"({imported['seconds']} s), vector indexes {imported['index_s']:.1f} s")  # fmt: skip
     print(table(headers, body))
-    payload = {"machine": machine(), "args": vars(args), "import": imported, "rows": rows}
+    payload = {"machine": machine(), "args": vars(args), "import": imported, "rows": rows,
+               "server_settings": servers.settings}  # fmt: skip
     print(f"results: {write_results('modes', payload, args.out)}")
 
 
