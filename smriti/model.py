@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 import uuid
 from dataclasses import dataclass, field, replace
@@ -14,8 +15,17 @@ MemoryType = Literal["episodic", "semantic", "procedural"]
 CueType = Literal["entity", "keyword", "concept", "context"]
 
 MEMORY_TYPES: tuple[str, ...] = get_args(MemoryType)
+_ORIGIN_FORMAT = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
 CUE_TYPES: tuple[str, ...] = get_args(CueType)
 UNASSIGNED_CLUSTER = -1
+
+#: The origins a memory can have: said by the user, written by the agent, brought in
+#: by an import (``import:<format>``, e.g. ``import:smriti``) or made by Smriti itself.
+ORIGIN_USER = "user"
+ORIGIN_AGENT = "agent"
+ORIGIN_TOOL = "tool"
+ORIGIN_IMPORT_PREFIX = "import:"
+ORIGINS: tuple[str, ...] = (ORIGIN_USER, ORIGIN_AGENT, ORIGIN_TOOL)
 
 
 def utcnow() -> datetime:
@@ -36,6 +46,20 @@ def clamp01(value: float) -> float:
 def normalise_cue_name(name: str) -> str:
     """The merge key of a cue: NFKC, lower-case, trimmed, inner whitespace collapsed."""
     return " ".join(unicodedata.normalize("NFKC", name).lower().split())
+
+
+def check_origin(origin: str) -> str:
+    """``origin`` if it is a valid origin (``user``, ``agent``, ``tool`` or
+    ``import:<format>`` with a short lower-case format name), else ValueError."""
+    if origin in ORIGINS:
+        return origin
+    fmt = origin.removeprefix(ORIGIN_IMPORT_PREFIX)
+    if origin.startswith(ORIGIN_IMPORT_PREFIX) and _ORIGIN_FORMAT.fullmatch(fmt):
+        return origin
+    raise ValueError(
+        f"origin {origin!r} is not one of user, agent, tool or import:<format> "
+        "(a format name of lower-case letters, digits, '-' or '_', up to 32 characters)"
+    )
 
 
 def as_vector(values: object) -> np.ndarray:
@@ -68,6 +92,13 @@ class Engram:
     #: unless asked for.
     superseded_by: str = ""
     superseded_at: datetime | None = None
+    #: Who said it: ``user``, ``agent``, ``import:<format>`` or ``tool`` (see
+    #: ``ORIGINS``); set when the memory is stored and never changed. Empty for a memory
+    #: stored before origins were recorded: unknown, not guessed.
+    origin: str = ""
+    #: The authenticated caller that stored it (an HTTP server's verified principal);
+    #: empty when the store had no authenticated caller (stdio, CLI, unauthenticated).
+    principal: str = ""
 
     @property
     def is_superseded(self) -> bool:
@@ -90,6 +121,8 @@ class Engram:
             "cluster_id": self.cluster_id,
             "supersedes": self.supersedes,
             "superseded_by": self.superseded_by,
+            "origin": self.origin,
+            "principal": self.principal,
         }
 
     def with_changes(self, **changes: object) -> Engram:

@@ -213,6 +213,36 @@ def test_a_version_1_store_is_migrated_in_place_and_keeps_its_memories(
         assert again.count_engrams() == 2
 
 
+def test_a_version_2_store_gains_origins_read_as_unknown(
+    tmp_path: Path, build: GraphBuilder
+) -> None:
+    path = tmp_path / "alice" / DB_FILE
+    path.parent.mkdir(parents=True)
+    conn = sqlite3.connect(path, isolation_level=None)
+    schema.MIGRATIONS[1](conn)
+    schema.MIGRATIONS[2](conn)
+    v2_columns = ENGRAM_COLUMNS.split(", origin")[0]
+    row = engram_row(build.engram(1, supersedes="e00000"))
+    values = [row[c] for c in v2_columns.split(", ")]
+    conn.execute(
+        f"INSERT INTO engram ({v2_columns}) VALUES ({', '.join('?' * len(values))})", values
+    )
+    conn.execute(f"PRAGMA application_id = {schema.APPLICATION_ID:d}")
+    conn.execute("PRAGMA user_version = 2")
+    conn.close()
+    with SqliteBackend("alice", path) as backend:
+        [old] = backend.get_engrams(["e00001"])
+        assert_engram_equal(old, build.engram(1, supersedes="e00000"))
+        assert (old.origin, old.principal) == ("", "")  # unknown, not guessed
+        new = build.engram(2, origin="agent", principal="key:k1")
+        backend.add_memory(new, [], [])
+        assert_engram_equal(backend.get_engrams(["e00002"])[0], new)
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone() == (schema.SCHEMA_VERSION,)
+        schema.MIGRATIONS[3](conn)  # idempotent
+    conn.close()
+
+
 def test_a_directory_in_place_of_the_file_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "alice" / DB_FILE
     path.mkdir(parents=True)

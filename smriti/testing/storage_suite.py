@@ -66,6 +66,8 @@ def assert_engram_equal(got: Engram, want: Engram) -> None:
     assert got.cluster_id == want.cluster_id
     assert got.supersedes == want.supersedes
     assert got.superseded_by == want.superseded_by
+    assert got.origin == want.origin, f"{got.id}: origin {got.origin!r} != {want.origin!r}"
+    assert got.principal == want.principal, f"{got.id}: principal {got.principal!r}"
     if want.superseded_at is None:
         assert got.superseded_at is None, f"{got.id}: superseded_at {got.superseded_at!r}"
     else:
@@ -370,6 +372,32 @@ class StorageBackendTests:
         try:
             assert_engram_equal(again.get_engrams([old.id])[0], want)
             assert_engram_equal(again.get_engrams([new.id])[0], new)
+        finally:
+            again.close()
+
+    def test_origin_fields_round_trip(self, backend: StorageBackend, build: GraphBuilder) -> None:
+        # Who said it: written once with the memory, read back by every read, kept by
+        # updates, and '' (unknown) when never set.
+        said = build.engram(1, origin="user", principal="key:k1 \u00e9'\"")
+        written = build.engram(2, origin="agent")
+        imported = build.engram(3, origin="import:smriti", principal="issuer|subject")
+        unknown = build.engram(4)
+        for e in (said, written, imported, unknown):
+            self.store(backend, e)
+        got = {e.id: e for e in backend.get_engrams([said.id, written.id, imported.id, unknown.id])}
+        for e in (said, written, imported, unknown):
+            assert_engram_equal(got[e.id], e)
+        assert got[unknown.id].origin == "" and got[unknown.id].principal == ""
+        backend.update_engrams([EngramUpdate(said.id, access_count=7, tags=["x"])])
+        want = said.with_changes(access_count=7, tags=["x"])
+        assert_engram_equal(backend.get_engrams([said.id])[0], want)
+        assert_engram_equal({e.id: e for e in backend.iter_engrams()}[said.id], want)
+        listed = {e.id: e for e in backend.list_page(Listing(10))}
+        assert_engram_equal(listed[imported.id], imported)
+        again = self.reopen(backend)
+        try:
+            assert_engram_equal(again.get_engrams([said.id])[0], want)
+            assert_engram_equal(again.get_engrams([imported.id])[0], imported)
         finally:
             again.close()
 
@@ -966,6 +994,11 @@ class StorageBackendTests:
             superseded_by="e00003", superseded_at=T0 + timedelta(hours=5, microseconds=7000)
         )
         engrams[3] = engrams[3].with_changes(supersedes="e00002")
+        # Origins travel too: one of each kind, and a principal.
+        engrams[4] = engrams[4].with_changes(origin="user", principal="key:alice")
+        engrams[5] = engrams[5].with_changes(origin="agent")
+        engrams[6] = engrams[6].with_changes(origin="import:smriti")
+        engrams[7] = engrams[7].with_changes(origin="tool")
         cues = [build.cue(f"k{i}", cue_type="entity") for i in range(10)]
         links = [
             Link(e.id, cues[(i + j) % 10].id, 1.0) for i, e in enumerate(engrams) for j in (0, 3)

@@ -22,7 +22,7 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 ENGRAM_COLUMNS = (
     "id, content, summary, memory_type, importance, access_count, created_at, "
     "last_accessed_at, decay_factor, embedding, source, tags, cluster_id, supersedes, "
-    "superseded_by, superseded_at"
+    "superseded_by, superseded_at, origin, principal"
 )
 CUE_COLUMNS = "id, name, cue_type, embedding"
 ASSOCIATION_COLUMNS = "source_id, target_id, strength, relation_type, created_at"
@@ -84,6 +84,8 @@ def engram_row(engram: Engram) -> dict[str, Any]:
         "supersedes": engram.supersedes or "",
         "superseded_by": engram.superseded_by or "",
         "superseded_at": ts_maybe_in(engram.superseded_at),
+        "origin": engram.origin or "",
+        "principal": engram.principal or "",
     }
 
 
@@ -107,6 +109,8 @@ def engram_from_row(row: Sequence[Any]) -> Engram:
         supersedes=row[13] or "",
         superseded_by=row[14] or "",
         superseded_at=ts_maybe_out(row[15]),
+        origin=row[16] or "",
+        principal=row[17] or "",
     )
 
 

@@ -22,7 +22,7 @@ from smriti.errors import BackendError
 
 #: "Smri" in ASCII: marks a file as a Smriti store.
 APPLICATION_ID = 0x536D7269
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: Seconds a statement waits for another process's write lock before failing.
 BUSY_SECONDS = 30.0
 
@@ -103,6 +103,20 @@ _V2_COLUMNS = (
     ("superseded_at", "INTEGER"),
 )
 
+#: Columns added by version 3: who said it. '' is what a memory stored before origins
+#: were recorded is: unknown (never guessed).
+_V3_COLUMNS = (
+    ("origin", "TEXT NOT NULL DEFAULT ''"),
+    ("principal", "TEXT NOT NULL DEFAULT ''"),
+)
+
+
+def _add_columns(conn: sqlite3.Connection, columns: tuple[tuple[str, str], ...]) -> None:
+    have = {row[1] for row in conn.execute("PRAGMA table_info(engram)")}
+    for column, declaration in columns:
+        if column not in have:  # ADD COLUMN keeps every row; a column is added only once
+            conn.execute(f"ALTER TABLE engram ADD COLUMN {column} {declaration}")
+
 
 def _v1(conn: sqlite3.Connection) -> None:
     for statement in _V1:
@@ -112,18 +126,21 @@ def _v1(conn: sqlite3.Connection) -> None:
 def _v2(conn: sqlite3.Connection) -> None:
     """The version fields, and a listing index whose backward scan is the listing order
     (last access, creation and id all descending; version 1's sorted ids ascending)."""
-    have = {row[1] for row in conn.execute("PRAGMA table_info(engram)")}
-    for column, declaration in _V2_COLUMNS:
-        if column not in have:  # ADD COLUMN keeps every row; a column is added only once
-            conn.execute(f"ALTER TABLE engram ADD COLUMN {column} {declaration}")
+    _add_columns(conn, _V2_COLUMNS)
     conn.execute("DROP INDEX IF EXISTS engram_by_access")
     conn.execute(
         "CREATE INDEX IF NOT EXISTS engram_by_listing ON engram (last_accessed_at, created_at, id)"
     )
 
 
+
+def _v3(conn: sqlite3.Connection) -> None:
+    """The origin fields (who said it)."""
+    _add_columns(conn, _V3_COLUMNS)
+
+
 #: What brings a store from version ``n - 1`` to ``n`` (inside the migration's transaction).
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1, 2: _v2}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1, 2: _v2, 3: _v3}
 
 
 def connect(path: Path) -> sqlite3.Connection:

@@ -49,15 +49,16 @@ CHUNK = 500
 _INSERT_ENGRAM = (
     f"INSERT INTO engram ({ENGRAM_COLUMNS}) VALUES (:id, :content, :summary, :memory_type, "
     ":importance, :access_count, :created_at, :last_accessed_at, :decay_factor, :embedding, "
-    ":source, :tags, :cluster_id, :supersedes, :superseded_by, :superseded_at)"
+    ":source, :tags, :cluster_id, :supersedes, :superseded_by, :superseded_at, :origin, "
+    ":principal)"
 )
 _REPLACE_ENGRAM = (
     "UPDATE engram SET content = :content, summary = :summary, memory_type = :memory_type, "
     "importance = :importance, access_count = :access_count, created_at = :created_at, "
     "last_accessed_at = :last_accessed_at, decay_factor = :decay_factor, "
     "embedding = :embedding, source = :source, tags = :tags, cluster_id = :cluster_id, "
-    "supersedes = :supersedes, superseded_by = :superseded_by, superseded_at = :superseded_at "
-    "WHERE id = :id"
+    "supersedes = :supersedes, superseded_by = :superseded_by, superseded_at = :superseded_at, "
+    "origin = :origin, principal = :principal WHERE id = :id"
 )
 _UPDATE_ENGRAM = (
     "UPDATE engram SET access_count = coalesce(:access_count, access_count), "
