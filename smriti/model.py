@@ -62,6 +62,12 @@ def check_origin(origin: str) -> str:
     )
 
 
+def origin_matches(origin: str, wanted: str) -> bool:
+    """Whether a memory of ``origin`` passes an origin filter: ``wanted`` is an exact
+    origin, or a prefix ending in ``:`` (``import:`` matches every import)."""
+    return origin.startswith(wanted) if wanted.endswith(":") else origin == wanted
+
+
 def as_vector(values: object) -> np.ndarray:
     """Coerce a sequence of numbers to a float32 vector."""
     return np.asarray(values, dtype=np.float32).reshape(-1)

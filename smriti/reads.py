@@ -22,7 +22,7 @@ from datetime import datetime
 
 import numpy as np
 
-from smriti.model import Association, Engram, Link
+from smriti.model import Association, Engram, Link, origin_matches
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +138,9 @@ class Listing:
     include_superseded: bool = True
     #: Only engrams in this cluster.
     cluster_id: int | None = None
+    #: Only engrams of this origin: an exact value (``user``, ``import:smriti``) or a
+    #: prefix ending in ``:`` (``import:``); see ``smriti.model.origin_matches``.
+    origin: str | None = None
     #: Only engrams strictly after this key in listing order (the previous page's last).
     after: ListKey | None = None
 
@@ -157,6 +160,8 @@ class Listing:
             return False
         if not self.include_superseded and e.superseded_by:
             return False
+        if self.origin is not None and not origin_matches(e.origin, self.origin):
+            return False
         return self.cluster_id is None or e.cluster_id == self.cluster_id
 
     def is_filtered(self) -> bool:
@@ -167,6 +172,7 @@ class Listing:
             or self.until is not None
             or not self.include_superseded
             or self.cluster_id is not None
+            or self.origin is not None
         )
 
 

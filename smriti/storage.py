@@ -15,7 +15,8 @@ applied before the ``k`` cut.
 Every field of an ``Engram`` round-trips through every write and read (``add_memory``,
 ``import_records``, ``get_engrams``, ``list_page``, ``iter_engrams``, the working-set
 streams), the version fields included: ``supersedes`` is written once with the engram,
-``superseded_by``/``superseded_at`` by ``update_engrams``.
+``superseded_by``/``superseded_at`` by ``update_engrams``; the origin fields
+(``origin``, ``principal``) are written once with the engram and never updated.
 """
 
 from __future__ import annotations

@@ -590,6 +590,8 @@ def _versioned(backend: IndexedBackend, build: GraphBuilder, n: int) -> None:
             tags=[f"t{i % 3}"],
             cluster_id=i % 4,
             supersedes=f"e{i - 1:05d}" if i % 5 == 1 else "",
+            origin=("user", "agent", "import:smriti", "tool", "")[i % 5],
+            principal="key:k1" if i % 2 else "",
         )
         backend.add_memory(e, [build.cue("hub")], [])
     backend.update_engrams(
@@ -611,6 +613,9 @@ _LISTINGS = [
     Listing(50, cluster_id=2, since=T0 + timedelta(minutes=3), until=T0 + timedelta(minutes=11)),
     Listing(50, memory_type="procedural", include_superseded=False),
     Listing(50, memory_type="no such type"),
+    Listing(50, origin="agent"),
+    Listing(50, origin="import:", include_superseded=False),
+    Listing(2, origin="user", memory_type="semantic"),
 ]
 
 

@@ -15,6 +15,7 @@ import threading
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
+from sys import intern
 from typing import Any
 
 import numpy as np
@@ -28,14 +29,14 @@ from smriti.model import Association, Engram, Link
 FIELDS = (
     "content", "summary", "memory_type", "importance", "access_count", "created_at",
     "last_accessed_at", "decay_factor", "source", "tags", "cluster_id",
-    "supersedes", "superseded_by", "superseded_at",
+    "supersedes", "superseded_by", "superseded_at", "origin", "principal",
 )  # fmt: skip
 POS = {f: i for i, f in enumerate(FIELDS)}
 #: Each row also holds its key: the one id object that every structure shares.
 _KEY = len(FIELDS)
 #: What a listing's filters read of a memory: (memory type, tags, creation time as POSIX
-#: seconds, superseded_by, cluster id).
-Facets = tuple[str, Sequence[str], float, str, int]
+#: seconds, superseded_by, cluster id, origin).
+Facets = tuple[str, Sequence[str], float, str, int, str]
 
 
 def edge_converter(relations: Sequence[str]) -> Callable[[tuple[np.ndarray, ...]], list[object]]:
@@ -98,7 +99,8 @@ class Graph:
                 as_stored(e.created_at), as_stored(e.last_accessed_at),
                 float(e.decay_factor), e.source or "",
                 [str(t) for t in e.tags], int(e.cluster_id),
-                e.supersedes or "", e.superseded_by or "", as_stored(e.superseded_at), e.id,
+                e.supersedes or "", e.superseded_by or "", as_stored(e.superseded_at),
+                intern(e.origin or ""), intern(e.principal or ""), e.id,
             ]  # fmt: skip
             self.rows[e.id] = row
             if old is None or old[:2] != row[:2] or old[9] != row[9]:
@@ -150,6 +152,7 @@ class Graph:
             last_accessed_at=row[6], decay_factor=row[7], embedding=embedding,  # type: ignore[arg-type]
             source=row[8], tags=list(row[9]), cluster_id=row[10],  # type: ignore[arg-type]
             supersedes=row[11], superseded_by=row[12], superseded_at=row[13],  # type: ignore[arg-type]
+            origin=row[14], principal=row[15],  # type: ignore[arg-type]
         )  # fmt: skip
 
     def remove_engrams(self, keys: Iterable[str]) -> None:
@@ -296,7 +299,7 @@ class Graph:
                 row = self.rows.peek(key)
                 if row is None:
                     continue
-            yield key, (row[2], row[9], row[5].timestamp(), row[12], row[10])  # type: ignore[misc,union-attr]
+            yield key, (row[2], row[9], row[5].timestamp(), row[12], row[10], row[14])  # type: ignore[misc,union-attr]
 
     def adopt_edges(
         self,

@@ -27,6 +27,7 @@ from array import array
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
+from sys import intern
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,7 @@ from smriti.index.graph import FIELDS, POS, Facets
 from smriti.index.rows import UnitRows, npy_rows
 from smriti.index.working_set import WorkingSet
 from smriti.model import Cue, normalise_cue_name
+from smriti.private import open_private, private_dir
 
 #: The store's metadata key holding the stamp of the snapshot that matches it.
 STAMP_KEY = "working_set.snapshot"
@@ -42,7 +44,8 @@ STAMP_KEY = "working_set.snapshot"
 DIRTY = "dirty"
 #: Bumped whenever the layout changes: a snapshot of another format is never read (the
 #: next start rebuilds it from the store). 3: the version fields, ascending listing.
-FORMAT = 3
+#: 4: the origin fields.
+FORMAT = 4
 #: A file whose presence says the store changed since the snapshot (``mark_stale``).
 STALE = "stale"
 #: Arrays saved as .npy files of their own and read straight into the vector cache.
@@ -51,7 +54,10 @@ _TIMES = (POS["created_at"], POS["last_accessed_at"])
 #: Rows built (and memories' texts encoded) at a time while saving.
 SAVE_CHUNK = 4096
 #: The string fields of a row, in the order ``strings.json`` holds them.
-_TEXTS = ("content", "summary", "memory_type", "source", "tags", "supersedes", "superseded_by")
+_TEXTS = (
+    "content", "summary", "memory_type", "source", "tags", "supersedes", "superseded_by",
+    "origin", "principal",
+)  # fmt: skip
 
 
 def _seconds(value: object) -> float:
@@ -65,20 +71,20 @@ def save(ws: WorkingSet, directory: Path, stamp: str) -> None:
         arrays, strings, count = _collect(ws)
         if directory.exists():
             shutil.rmtree(directory)
-        directory.mkdir(parents=True)
+        private_dir(directory)
         spare = _capacity(count)
         for name in LARGE:  # files of their own, with the cache's spare rows
-            with (directory / f"{name}.npy").open("wb") as fh:
+            with open_private(directory / f"{name}.npy", "wb") as fh:
                 _write_rows(fh, *_blocks(arrays.pop(name)), spare)
                 _sync(fh)
-    with (directory / "arrays.npz").open("wb") as fh:
+    with open_private(directory / "arrays.npz", "wb") as fh:
         np.savez(fh, **arrays)
         _sync(fh)
-    with (directory / "strings.json").open("w", encoding="utf-8") as fh:
+    with open_private(directory / "strings.json", "w", encoding="utf-8") as fh:
         _write_json(fh, strings)
         _sync(fh)
     meta = {"format": FORMAT, "stamp": stamp, "engrams": count, "fields": list(FIELDS)}
-    with (directory / "meta.json").open("w", encoding="utf-8") as fh:
+    with open_private(directory / "meta.json", "w", encoding="utf-8") as fh:
         json.dump(meta, fh)
         _sync(fh)
 
@@ -252,6 +258,8 @@ def load(directory: Path) -> WorkingSet:
     ws.labels.update(strings["labels"])
     graph = ws.graph
     texts, numbers = strings["rows"], a["numbers"]
+    for text in texts:  # a few distinct origins and principals: one string object each
+        text[7], text[8] = intern(text[7]), intern(text[8])
     facets = _facet_reader(texts, numbers, a["times"])
     slots = graph.adopt_rows(ids, _row_builder(ids, texts, numbers, a["times"]), facets)
     times = a["times"]
@@ -286,13 +294,13 @@ def _row_builder(
     when = datetime.fromtimestamp
 
     def row(i: int) -> list[object]:
-        content, summary, kind, source, tags, supersedes, superseded_by = texts[i]
+        content, summary, kind, source, tags, supersedes, superseded_by, origin, who = texts[i]
         importance, access_count, decay, cluster = numbers[i].tolist()
         created, accessed, superseded = times[i].tolist()
         return [
             content, summary, kind, importance, int(access_count), when(created, UTC),
             when(accessed, UTC), decay, source, tags, int(cluster), supersedes, superseded_by,
-            None if superseded != superseded else when(superseded, UTC), ids[i],
+            None if superseded != superseded else when(superseded, UTC), origin, who, ids[i],
         ]  # fmt: skip
 
     return row
@@ -305,8 +313,8 @@ def _facet_reader(
     created, cluster = times[:, 0], numbers[:, 3]
 
     def facets(i: int) -> Facets:
-        text = texts[i]  # as _TEXTS: memory type 2, tags 4, superseded_by 6
-        return (text[2], text[4], created.item(i), text[6], int(cluster.item(i)))
+        text = texts[i]  # as _TEXTS: memory type 2, tags 4, superseded_by 6, origin 7
+        return (text[2], text[4], created.item(i), text[6], int(cluster.item(i)), text[7])
 
     return facets
 

@@ -21,7 +21,16 @@ import numpy as np
 from smriti.index.graph import POS, Facets, Graph, utc
 from smriti.index.recency import RecencyOrder, order_key
 from smriti.index.vectors import VectorCache
-from smriti.model import Association, Cue, Engram, EngramUpdate, Link, normalise_cue_name, utcnow
+from smriti.model import (
+    Association,
+    Cue,
+    Engram,
+    EngramUpdate,
+    Link,
+    normalise_cue_name,
+    origin_matches,
+    utcnow,
+)
 from smriti.reads import CueMatch, Expand, Listing, Neighbourhood, Seeds, Seek
 from smriti.storage import EngramStats, StoredMemory
 
@@ -388,6 +397,9 @@ def _facet_filter(listing: Listing) -> Callable[[Facets], bool]:
     if listing.cluster_id is not None:
         cluster = int(listing.cluster_id)
         checks.append(lambda f: f[4] == cluster)
+    if listing.origin is not None:
+        wanted = listing.origin
+        checks.append(lambda f: origin_matches(f[5], wanted))
     keep = checks[0]
     for check in checks[1:]:
         keep = _both(keep, check)

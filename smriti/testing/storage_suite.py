@@ -394,6 +394,17 @@ class StorageBackendTests:
         assert_engram_equal({e.id: e for e in backend.iter_engrams()}[said.id], want)
         listed = {e.id: e for e in backend.list_page(Listing(10))}
         assert_engram_equal(listed[imported.id], imported)
+        # The origin filter: an exact value, or a prefix ending in ':'; before the limit.
+        filters = {
+            "user": [said.id],
+            "agent": [written.id],
+            "import:": [imported.id],
+            "import:smriti": [imported.id],
+            "import:x": [],
+            "tool": [],
+        }
+        for wanted, ids in filters.items():
+            assert [e.id for e in backend.list_page(Listing(1, origin=wanted))] == ids, wanted
         again = self.reopen(backend)
         try:
             assert_engram_equal(again.get_engrams([said.id])[0], want)

@@ -29,6 +29,7 @@ from smriti.default_plugins.sqlite.vectors import VectorTable
 from smriti.default_plugins.sqlite.writes import WritesMixin
 from smriti.errors import BackendError, StorageFullError, StoreLockedError
 from smriti.logs import get_logger
+from smriti.private import private_dir
 from smriti.storage import StorageBackend
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ class SqliteBackend(WritesMixin, ReadsMixin, StorageBackend):
         if self.path.is_dir():
             raise BackendError(f"{self.path} is a directory, not a Smriti SQLite store")
         with self._errors("cannot open the store"):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(self.path.parent)
             conn = schema.connect(self.path)
             try:
                 applied = schema.migrate(conn, self.path)

@@ -80,6 +80,10 @@ def _listing_where(listing: Listing) -> tuple[str, list[Any]]:
     if listing.cluster_id is not None:
         terms.append("cluster_id = ?")
         params.append(int(listing.cluster_id))
+    if listing.origin is not None:  # a prefix ends in ':' (origin_matches)
+        prefix = listing.origin.endswith(":")
+        terms.append("substr(origin, 1, ?) = ?" if prefix else "origin = ?")
+        params.extend([len(listing.origin), listing.origin] if prefix else [listing.origin])
     if listing.after is not None:
         accessed, created, key = listing.after
         # A row value: the listing index (ascending, scanned backwards) serves it.
