@@ -324,6 +324,10 @@ class Settings:
     max_recall_limit: int = field(
         default=100, metadata={"env": "SMRITI_MAX_RECALL_LIMIT", "parse": _int(1, 10_000)}
     )
+    secrets: str = field(
+        default="redact",
+        metadata={"env": "SMRITI_SECRETS", "parse": _choice("redact", "refuse", "allow")},
+    )
     owner: str = field(
         default="auto", metadata={"env": "SMRITI_OWNER", "parse": _choice("auto", "off")}
     )

@@ -80,6 +80,11 @@ MEANINGS: dict[str, str] = {
     "CLUSTER_PENALTY": "Score factor of hop results outside the seed cluster.",
     "SMRITI_MAX_CONTENT_CHARS": "Longest memory accepted, in characters.",
     "SMRITI_MAX_RECALL_LIMIT": "Largest `limit` a recall may ask for.",
+    "SMRITI_SECRETS": "Credentials (API keys, tokens, private keys, passwords in URLs "
+    "and assignments, card numbers) in a memory's content, tags or source: `redact` "
+    "replaces each with `[redacted:<kind>]` before anything is stored or derived; "
+    "`refuse` rejects the store naming the kinds; `allow` keeps them. Text between "
+    "`<private>` and `</private>` is never stored, whatever this says.",
     "SMRITI_OWNER": "`auto`: every process of a user reaches an embedded store (Kùzu) "
     "through one owner process, so several MCP clients and the CLI work at once; `off`: "
     "each process opens the store itself (only one at a time can).",

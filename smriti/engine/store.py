@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from smriti import validation
+from smriti import secrets, validation
 from smriti.engine import duplicates
 from smriti.engine.contiguity import FOLLOWS
 from smriti.errors import InvalidInput, ProviderError
@@ -49,6 +49,8 @@ class StoreOutcome:
     associations: int = 0
     deduplicated: bool = False
     conflicts: list[tuple[Engram, float]] = field(default_factory=list)
+    #: What ``smriti.secrets.screen`` removed: ``[{"kind", "count"}]``, never the text.
+    redacted: list[dict[str, object]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
         """The tool-facing representation."""
@@ -63,6 +65,7 @@ class StoreOutcome:
             "created_at": e.created_at.isoformat(),
             "cues": [{"name": c.name, "type": c.cue_type} for c in self.cues],
             "associations": self.associations,
+            "redacted": self.redacted,
             "cluster_id": e.cluster_id,
             "supersedes": e.supersedes,
             "deduplicated": self.deduplicated,
@@ -71,6 +74,11 @@ class StoreOutcome:
                 for c, sim in self.conflicts
             ],
         }
+
+    def reporting(self, redacted: list[dict[str, object]]) -> StoreOutcome:
+        """This outcome, saying what was redacted from the content that produced it."""
+        self.redacted = redacted
+        return self
 
 
 def clean_cues(refs: list[CueRef], tags: list[str]) -> list[CueRef]:
@@ -128,12 +136,14 @@ def store(
     weight = validation.importance(importance)
     tag_list = validation.tags(tags)
     origin = validation.source(source)
+    # Before anything is derived from the text (cues, embedding, dedup key, write).
+    text, tag_list, origin, hidden = secrets.screen_memory(engine, text, tag_list, origin)
     happened = validation.moment(occurred_at, "occurred_at")
     if happened is not None and happened > utcnow():
         raise InvalidInput(f"occurred_at ({happened.isoformat()}) lies in the future")
     chosen_id = new_id() if memory_id is None else validation.new_memory_id(memory_id)
     if memory_id is not None and (existing := stored_outcome(engine, chosen_id)) is not None:
-        return existing
+        return existing.reporting(hidden)
 
     extraction = engine.extractor.extract(text)
     refs = clean_cues(extraction.cues, tag_list)
@@ -149,9 +159,9 @@ def store(
             specific = [r.name for r in refs if r.cue_type != "context"]
             found = duplicates.examine(engine, text, hits, loaded, specific)
             if found.duplicate is not None:
-                return deduplicated(engine, found.duplicate, weight, tag_list)
+                return deduplicated(engine, found.duplicate, weight, tag_list).reporting(hidden)
         return _write(engine, text, weight, tag_list, origin, chosen_id, extraction, vector,
-                      cues, found, correction, happened)  # fmt: skip
+                      cues, found, correction, happened).reporting(hidden)  # fmt: skip
 
 
 def _write(

@@ -17,7 +17,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from smriti import validation
+from smriti import secrets, validation
 from smriti.engine.contiguity import FOLLOWS
 from smriti.engine.store import Correction, StoreOutcome, store
 from smriti.errors import InvalidInput, NotFound
@@ -179,6 +179,9 @@ def update(
         raise InvalidInput("give importance and/or tags to update")
     weight = None if importance is None else validation.importance(importance)
     labels = None if tags is None else validation.tags(tags)
+    hidden: list[dict[str, object]] = []
+    if labels is not None:  # tags are user text: screened as a store screens them
+        labels, hidden = secrets.screen_tags(engine.settings.secrets, labels)
     with engine.writes.shared():
         engine.backend.update_engrams([EngramUpdate(e.id, importance=weight, tags=labels)])
     engine.dirty.set()
@@ -186,7 +189,7 @@ def update(
         importance=e.importance if weight is None else weight,
         tags=e.tags if labels is None else labels,
     )
-    return {"memory": memory_out(changed)}
+    return {"memory": memory_out(changed), "redacted": hidden}
 
 
 def related(engine: Engine, memory_id: object, limit: object = 10) -> dict[str, Any]:

@@ -22,6 +22,14 @@ class ConflictOut(TypedDict):
     similarity: float
 
 
+class RedactedOut(TypedDict):
+    """A kind of secret removed before storing (``private``: text between ``<private>``
+    tags), and how many; never the secret itself."""
+
+    kind: str
+    count: int
+
+
 class StoredMemoryOut(TypedDict):
     """The memory that was stored.
 
@@ -40,6 +48,7 @@ class StoredMemoryOut(TypedDict):
     created_at: str
     cues: list[CueOut]
     associations: int
+    redacted: list[RedactedOut]
     cluster_id: int
     supersedes: str
     deduplicated: bool

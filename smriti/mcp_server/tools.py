@@ -492,7 +492,9 @@ async def _memory_action(engine: Service, request: ManageRequest) -> ManageOut:
         changed = await run_engine(
             engine.update, key, importance=request.importance, tags=request.tags
         )
-        return {"action": action, "message": f"updated memory {key}", "updated": changed["memory"]}
+        hidden = ", ".join(str(h["kind"]) for h in changed.get("redacted", []))
+        message = f"updated memory {key}" + (f" (tags redacted: {hidden})" if hidden else "")
+        return {"action": action, "message": message, "updated": changed["memory"]}
     if action == "related":
         linked = await run_engine(engine.related, key, limit=request.limit)
         message = f"{len(linked['related'])} memories related to {key}"

@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from smriti import secrets
 from smriti.errors import ConfigError, InvalidInput
 from smriti.logs import get_logger
 from smriti.model import CoOccurrence, Cue, Engram, Link
-from smriti.portable import tombstones
+from smriti.portable import screening, tombstones
 from smriti.portable.format import (
     EMBEDDING_MODEL_KEY,
     EXPORTED_META_KEYS,
@@ -118,6 +119,8 @@ def import_store(
     backend, embedder = source_of(target)
     header = read_header(file)
     trailer = read_trailer(file)
+    if (secrets_mode := screening.mode_of(target)) == "refuse":
+        screening.refuse_if_secrets(file)  # the whole file, before anything is written
     existing = backend.count_engrams()
     if existing and not merge:
         raise InvalidInput(
@@ -136,6 +139,7 @@ def import_store(
         )
     loader = _Loader(backend, embedder if re_embed else None, existing > 0, report)
     loader.stones = tombstones.load(backend)
+    loader.screen = screening.ImportScreen(secrets_mode, None if re_embed else embedder)
     dims = None if re_embed else header.get("dims")
     total = sum(int(v) for v in trailer.get("counts", {}).values())
     with open_text(file, "r") as f, progress_bar(progress, "import", total) as bar:
@@ -155,6 +159,9 @@ def import_store(
     if embedder is not None and hasattr(target, "dirty"):
         target.dirty.set()
     report.seconds = time.perf_counter() - started
+    if loader.screen.kinds:
+        log.warning("secrets and private text removed from the imported memories",
+                    removed=secrets.summary(loader.screen.kinds))  # fmt: skip
     log.info(
         "imported",
         path=str(file),
@@ -272,6 +279,7 @@ class _Loader:
         self.incoming: dict[str, Tombstone] = {}
         #: Engram ids left out because a tombstone kills them (their edges too).
         self.left_out: set[str] = set()
+        self.screen = screening.ImportScreen("allow", None)
 
     def tombstone(self, stone: Tombstone) -> None:
         """A tombstone record: remembered, and applied to the engrams that follow."""
@@ -283,12 +291,29 @@ class _Loader:
 
     def add(self, kind: str, item: Any) -> None:
         self.report.counts[kind] += 1
-        if self._left_out(kind, item):
+        if kind == "engrams":
+            screened = self.screen.engram(item)
+            if screened is None:  # it held nothing but <private> text
+                self.left_out.add(item.id)
+                return
+            item = screened
+        if self._left_out(kind, item) or self._secret(kind, item):
             return
         self.pending[kind].append(item)
         self.size += 1
         if self.size >= IMPORT_BATCH or len(self.pending["engrams"]) >= ENGRAM_BATCH:
             self.flush()
+
+    def _secret(self, kind: str, item: Any) -> bool:
+        """A cue whose name holds a secret, or an edge of one, is left out."""
+        if kind == "cues":
+            return not self.screen.keeps_cue(item)
+        dropped = self.screen.dropped_cues
+        if not dropped:
+            return False
+        if kind == "links":
+            return item.cue_id in dropped
+        return kind == "cooccurrences" and (item.source_id in dropped or item.target_id in dropped)
 
     def _left_out(self, kind: str, item: Any) -> bool:
         if kind == "engrams":
