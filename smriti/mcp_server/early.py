@@ -115,7 +115,9 @@ class EarlyInitialize:
     def _answer(self, line: bytes) -> None:
         try:
             message = json.loads(line)
-        except ValueError:
+            # a lone surrogate is JSON but no text: the SDK rejects the line, so must this
+            json.dumps(message, ensure_ascii=False).encode("utf-8")
+        except (ValueError, RecursionError):  # deep nesting overflows the decoder's stack
             return
         if not isinstance(message, dict) or message.get("method") != "initialize":
             return

@@ -7,6 +7,7 @@ go to stderr through structlog (``smriti.logs``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import signal
 import sys
 import threading
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 from smriti.logs import configure_logging, get_logger
+from smriti.stdlib_logs import configure_stdlib_logging
 
 if TYPE_CHECKING:
     from mcp.server import MCPServer
@@ -43,6 +45,11 @@ _stop_requested = threading.Event()
 
 
 def _raise_shutdown(signum: int, frame: object) -> None:
+    # Only the first signal interrupts: a client stopping its server may send several
+    # (the MCP SDK signals the whole process group), and a second one raised inside the
+    # cleanup of the first would escape as a traceback.
+    _set_signal_handlers(_note_signal)
+    _stop_requested.set()
     raise _Shutdown(signum)
 
 
@@ -81,6 +88,8 @@ def run_server(
     process is started first, so that its start does not wait behind the import.
     """
     configure_logging(settings.log_level)
+    # before the SDK's MCPServer configures the root logger itself (without redaction)
+    configure_stdlib_logging(settings.log_level)
     from smriti.owner.service import open_service
 
     sdk = threading.Thread(target=_import_tools, name="smriti-import-sdk", daemon=True)
@@ -128,8 +137,11 @@ def run_server(
         if memory is not None:
             log.info("shutting down")
             memory.close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        if not _stop_requested.is_set():
+            # After a signal the process is on its way out: the default handler would
+            # turn a repeat of that signal into exit code -15.
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
     log.info("stopped")
     return 0
 
@@ -184,13 +196,46 @@ async def _serve_http(server: MCPServer, plan: HttpPlan) -> None:
     import uvicorn
     from starlette.types import ASGIApp
 
+    from smriti.audit import AuditLog
+    from smriti.mcp_server.connections import guarded_protocol
+    from smriti.mcp_server.guard import AuditCalls
     from smriti.mcp_server.http import AuthGate, VersionGate
 
-    inner = server.streamable_http_app(host=plan.host, transport_security=plan.security)
-    app: ASGIApp = AuthGate(inner, plan) if plan.verifier is not None else VersionGate(inner)
+    limits = plan.limits
+    inner = server.streamable_http_app(
+        host=plan.host,
+        transport_security=plan.security,
+        session_idle_timeout=limits.session_idle,
+    )
+    audit = AuditLog(plan.audit_path) if plan.audit_path is not None else None
+    if audit is not None:
+        server.middleware.append(AuditCalls(audit))
+    app: ASGIApp = (
+        AuthGate(inner, plan, audit)
+        if plan.verifier is not None
+        else VersionGate(inner, limits.body_timeout)
+    )
     # log_config=None: uvicorn's loggers propagate to the root logger on stderr
     # (its default config would write access lines to stdout).
-    config = uvicorn.Config(app, host=plan.host, port=plan.port, log_config=None, access_log=False)
+    config = uvicorn.Config(
+        app,
+        host=plan.host,
+        port=plan.port,
+        log_config=None,
+        access_log=False,
+        http=guarded_protocol(limits.header_timeout, limits.max_connections),
+        timeout_keep_alive=limits.keepalive,  # type: ignore[arg-type]  # a float works
+    )
     shown = f"[{plan.host}]" if ":" in plan.host else plan.host
-    log.info("listening", url=f"http://{shown}:{plan.port}/mcp", public_url=plan.resource_url)
-    await uvicorn.Server(config).serve()
+    log.info(
+        "listening",
+        url=f"http://{shown}:{plan.port}/mcp",
+        public_url=plan.resource_url,
+        audit_log=str(plan.audit_path) if audit is not None else "off",
+        **dataclasses.asdict(limits),
+    )
+    try:
+        await uvicorn.Server(config).serve()
+    finally:
+        if audit is not None:
+            audit.close()

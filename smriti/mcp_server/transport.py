@@ -9,10 +9,12 @@ import sys
 from typing import Any
 
 import anyio
+from mcp import types
 from mcp.server import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS
+from mcp.shared.message import SessionMessage
+from mcp.types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 
 from smriti.logs import get_logger
 from smriti.mcp_server.early import EarlyInitialize
@@ -65,10 +67,17 @@ class SmritiServer(MCPServer):
         if self.early is not None:
             early = self.early.finish()
             stdin.buffer, stdin.eof, answered = early.read, early.eof, early.answered
-        async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
-            lowlevel = self._lowlevel_server
-            tracked = _AnswerTracking(write_stream, pending, answered)
-            await lowlevel.run(read_stream, tracked, lowlevel.create_initialization_options())  # type: ignore[arg-type]
+        try:
+            async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
+                lowlevel = self._lowlevel_server
+                tracked = _AnswerTracking(write_stream, pending, answered)
+                stdin.reject = tracked.send  # set before the reader task first runs
+                options = lowlevel.create_initialization_options()
+                await lowlevel.run(read_stream, tracked, options)  # type: ignore[arg-type]
+        except* BrokenPipeError:
+            # The client closed our stdout (it quit, e.g. right after ``initialize``):
+            # nobody is left to answer, which is the end of the session, not a failure.
+            log.info("stdout closed by the client; stopping")
 
 
 class _Pending:
@@ -78,21 +87,17 @@ class _Pending:
         self.ids: set[Any] = set()
         self._changed = anyio.Event()
 
-    def read(self, line: bytes) -> None:
-        """Note the request (or cancellation) in one input line."""
-        try:
-            message = json.loads(line)
-        except ValueError:
-            return  # the server answers a parse error with no id; nothing to wait for
-        if not isinstance(message, dict) or not isinstance(message.get("method"), str):
-            return
-        key = message.get("id")
-        if key is not None and isinstance(key, int | str):
-            self.ids.add(key)
-        elif message["method"] == "notifications/cancelled":
-            params = message.get("params")
-            if isinstance(params, dict) and isinstance(params.get("requestId"), int | str):
-                self._settle(params["requestId"])  # a cancelled request gets no reply
+    def read(self, message: types.JSONRPCMessage) -> None:
+        """Note the request (or cancellation) in one message read."""
+        if isinstance(message, types.JSONRPCRequest):
+            self.ids.add(message.id)
+        elif (
+            isinstance(message, types.JSONRPCNotification)
+            and message.method == "notifications/cancelled"
+        ):
+            key = (message.params or {}).get("requestId")
+            if isinstance(key, int | str):
+                self._settle(key)  # a cancelled request gets no reply
 
     def answered(self, message: Any) -> None:
         """Note an outgoing message; a response or error settles its request."""
@@ -157,22 +162,46 @@ class _CancellableStdin:
         self.pollable = sys.platform != "win32"
         self.pending = pending
         self.grace = grace
+        #: Sends the error answer to a line that is no JSON-RPC message (set by the
+        #: server once its write stream exists; without it such lines are only logged).
+        self.reject: Any = None
 
     def __aiter__(self) -> _CancellableStdin:
         return self
 
     async def __anext__(self) -> str:
-        while b"\n" not in self.buffer and not self.eof:
-            chunk = await self._read()
-            self.eof = not chunk
-            self.buffer += chunk
-        if not self.buffer:
-            await self._settle_pending()
-            raise StopAsyncIteration
-        line, sep, self.buffer = self.buffer.partition(b"\n")
-        if self.pending is not None:
-            self.pending.read(line)
-        return (line + sep).decode("utf-8", errors="replace")
+        """The next line that is a JSON-RPC message; lines that are not are answered
+        with a JSON-RPC error here (the SDK would drop them silently, leaving a client
+        waiting for an answer forever) and not passed on."""
+        while True:
+            while b"\n" not in self.buffer and not self.eof:
+                chunk = await self._read()
+                self.eof = not chunk
+                self.buffer += chunk
+            if not self.buffer:
+                await self._settle_pending()
+                raise StopAsyncIteration
+            line, sep, self.buffer = self.buffer.partition(b"\n")
+            text = (line + sep).decode("utf-8", errors="replace")
+            if not text.strip():
+                continue  # a blank line between messages is no message
+            message = _parse(text)
+            if isinstance(message, types.JSONRPCError):
+                await self._reject(message)
+                continue
+            if self.pending is not None:
+                self.pending.read(message)
+            return text
+
+    async def _reject(self, error: types.JSONRPCError) -> None:
+        log.warning(
+            "stdin line is not a JSON-RPC message; answered with an error",
+            code=error.error.code,
+            reason=error.error.message,
+            request_id=error.id,
+        )
+        if self.reject is not None:
+            await self.reject(SessionMessage(error))
 
     async def _settle_pending(self) -> None:
         """At EOF: let the requests already read be answered before input ends."""
@@ -195,3 +224,42 @@ class _CancellableStdin:
         if self.pollable:
             return os.read(self.fd, 65536)
         return await anyio.to_thread.run_sync(os.read, self.fd, 65536)
+
+
+def _parse(text: str) -> types.JSONRPCMessage | types.JSONRPCError:
+    """``text`` read as the SDK reads it: the message, or the error to answer it with.
+
+    The error carries the request's id when the line is JSON with one, so a client
+    waiting for that request gets its answer; otherwise the id is null (JSON-RPC 2.0).
+    """
+    try:
+        return types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        failure = exc
+    try:
+        raw = json.loads(text)
+    except (ValueError, RecursionError):  # deep nesting overflows the decoder's stack
+        return _error(None, PARSE_ERROR, "Parse error: the line is not valid JSON")
+    key = raw.get("id") if isinstance(raw, dict) else None
+    key = key if isinstance(key, int | str) and not isinstance(key, bool) else None
+    try:
+        json.dumps(raw, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return _error(key, PARSE_ERROR, _SURROGATE)
+    except RecursionError:
+        return _error(key, PARSE_ERROR, "Parse error: the message is nested too deeply")
+    reason = failure.errors()[0]["msg"] if hasattr(failure, "errors") else str(failure)
+    return _error(key, INVALID_REQUEST, f"Invalid request: {reason[:200]}")
+
+
+_SURROGATE = (
+    "Parse error: a string in the message holds a lone UTF-16 surrogate escape (such "
+    "as \\ud800), which is not Unicode text; send valid UTF-8, or escape characters "
+    "outside the Basic Multilingual Plane as a surrogate pair"
+)
+
+
+def _error(key: int | str | None, code: int, message: str) -> types.JSONRPCError:
+    return types.JSONRPCError(
+        jsonrpc="2.0", id=key, error=types.ErrorData(code=code, message=message)
+    )
