@@ -30,10 +30,12 @@ from smriti.engine.gate import WriteGate
 from smriti.errors import BackendError, StorageFullError, StoreLockedError
 from smriti.index.vectors import VectorCache
 from smriti.logs import get_logger
+from smriti.private import private_dir
 from smriti.storage import StorageBackend
 from smriti_backend_kuzu import durability, schema
 from smriti_backend_kuzu.codec import CUE_FIELDS, cue_from_row, vec_out
 from smriti_backend_kuzu.cooccurs import CoOccursMixin
+from smriti_backend_kuzu.erase import EraseMixin
 from smriti_backend_kuzu.queries import QueriesMixin
 from smriti_backend_kuzu.seek import SeekMixin
 from smriti_backend_kuzu.writebehind import WriteBehindMixin
@@ -76,6 +78,7 @@ def load_driver() -> ModuleType:
 
 
 class KuzuBackend(
+    EraseMixin,
     CoOccursMixin,
     WriteBehindMixin,
     WritesMixin,
@@ -177,9 +180,10 @@ class KuzuBackend(
         self._driver = load_driver()
         if self.path.is_dir():
             raise BackendError(f"{self.path} is a directory, not a Kùzu database file")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         self._manifest = durability.read_manifest(self.path)
         durability.check_file(self.path, self._manifest)
+        self.clear_erase_scratch()  # an erase cut short: its export holds the texts
         self._verified = self._kuzu_failed = self._replayed = False
         try:
             # Checkpoints are ours: an automatic one failing inside a commit leaves the

@@ -20,7 +20,7 @@ from smriti.model import Association, Cue, Engram, as_vector
 ENGRAM_FIELDS = (
     "e.id, e.content, e.summary, e.memory_type, e.importance, e.access_count, "
     "e.created_at, e.last_accessed_at, e.decay_factor, e.embedding, e.source, e.tags, "
-    "e.cluster_id, e.supersedes, e.superseded_by, e.superseded_at"
+    "e.cluster_id, e.supersedes, e.superseded_by, e.superseded_at, e.origin, e.principal"
 )
 CUE_FIELDS = "c.id, c.name, c.cue_type, c.embedding"
 
@@ -86,6 +86,8 @@ def engram_params(e: Engram) -> dict[str, Any]:
         "supersedes": e.supersedes or "",
         "superseded_by": e.superseded_by or "",
         "superseded_at": ts_in(e.superseded_at),
+        "origin": e.origin or "",
+        "principal": e.principal or "",
     }
 
 
@@ -107,6 +109,8 @@ ENGRAM_COLUMNS = (
     "supersedes",
     "superseded_by",
     "superseded_at",
+    "origin",
+    "principal",
 )
 #: Casts of row fields whose type Kùzu may not infer from the values: a batch of rows
 #: whose ``superseded_at`` are all None binds it as STRING, which a TIMESTAMP column
@@ -149,6 +153,8 @@ def engram_from_row(row: list[Any]) -> Engram:
         supersedes=row[13] or "",
         superseded_by=row[14] or "",
         superseded_at=ts_out_or_none(row[15]),
+        origin=row[16] or "",
+        principal=row[17] or "",
     )
 
 

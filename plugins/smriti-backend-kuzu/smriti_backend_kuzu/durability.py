@@ -38,6 +38,7 @@ from typing import Any
 
 from smriti.errors import BackendError, StorageFullError
 from smriti.logs import get_logger
+from smriti.private import open_private
 
 log = get_logger(__name__)
 
@@ -173,7 +174,7 @@ def write_manifest(db: Path, manifest: Manifest) -> None:
     scratch = path.with_name(path.name + ".tmp")
     data = json.dumps({"version": MANIFEST_VERSION, **asdict(manifest)}).encode()
     try:
-        with open(scratch, "wb") as out:
+        with open_private(scratch, "wb") as out:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())

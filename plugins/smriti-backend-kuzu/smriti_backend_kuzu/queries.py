@@ -82,6 +82,12 @@ def _listing_where(listing: Listing) -> tuple[str, dict[str, Any]]:
     if listing.cluster_id is not None:
         terms.append("e.cluster_id = $cluster")
         params["cluster"] = int(listing.cluster_id)
+    if listing.origin is not None:  # a prefix ends in ':' (smriti.model.origin_matches)
+        if listing.origin.endswith(":"):
+            terms.append("starts_with(coalesce(e.origin, ''), $origin)")
+        else:
+            terms.append("coalesce(e.origin, '') = $origin")
+        params["origin"] = listing.origin
     if listing.after is not None:
         # Strictly after in (last access, creation, id) descending order. The key holds
         # the values this backend returned (microseconds, as Kùzu stores them).

@@ -16,6 +16,9 @@ Keys that are never reused avoid it (``bench/kill_stress.py``).
 Version 5 adds the version fields of an engram: ``supersedes`` and ``superseded_by``
 (``''`` on every existing row: a first, current version) and ``superseded_at`` (null).
 Adding columns with defaults rewrites no row's other columns, so no data can be lost.
+
+Version 6 adds who said it: ``origin`` and ``principal`` (``''`` on every existing
+row: unknown, never guessed).
 """
 
 from __future__ import annotations
@@ -84,6 +87,15 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "ALTER TABLE Engram ADD IF NOT EXISTS supersedes STRING DEFAULT ''",
             "ALTER TABLE Engram ADD IF NOT EXISTS superseded_by STRING DEFAULT ''",
             "ALTER TABLE Engram ADD IF NOT EXISTS superseded_at TIMESTAMP",
+        ],
+    ),
+    (
+        6,
+        [
+            # Who said it (issue 36): user, agent, import:<format> or tool, and the
+            # authenticated caller that stored it.
+            "ALTER TABLE Engram ADD IF NOT EXISTS origin STRING DEFAULT ''",
+            "ALTER TABLE Engram ADD IF NOT EXISTS principal STRING DEFAULT ''",
         ],
     ),
 ]

@@ -41,6 +41,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from smriti.errors import BackendError
 from smriti.logs import get_logger
+from smriti.private import open_private
 from smriti_backend_kuzu import cooccurs, durability
 
 if TYPE_CHECKING:
@@ -61,7 +62,13 @@ _FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 _ROW_TIMES = ("created_at", "last_accessed_at", "superseded_at")
 #: Row fields a journal line written by an older version lacks, with their values then:
 #: a memory stored before an upgrade and replayed after it is a first, current version.
-_ROW_DEFAULTS: dict[str, Any] = {"supersedes": "", "superseded_by": "", "superseded_at": None}
+_ROW_DEFAULTS: dict[str, Any] = {
+    "supersedes": "",
+    "superseded_by": "",
+    "superseded_at": None,
+    "origin": "",
+    "principal": "",
+}
 
 
 @dataclass
@@ -182,7 +189,7 @@ class WriteBehindMixin(_Self):  # type: ignore[misc,valid-type]
 
     def _open_journal(self) -> IO[bytes]:
         if self._journal is None:
-            journal = open(self.journal_path, "ab", buffering=0)  # noqa: SIM115
+            journal = open_private(self.journal_path, "ab", buffering=0)
             self._journal_end = os.fstat(journal.fileno()).st_size
             self._journal = journal
         return self._journal
@@ -313,7 +320,7 @@ class WriteBehindMixin(_Self):  # type: ignore[misc,valid-type]
                 self._journal_end = 0
                 return
             scratch = path.with_name(path.name + ".new")
-            with open(scratch, "wb") as out:
+            with open_private(scratch, "wb") as out:
                 for memory in self._queued:
                     out.write(memory.line)
                 out.flush()

@@ -155,7 +155,8 @@ def _make_v4_store(path: Path) -> None:
     conn.close()
     db.close()
     queued = build.engram(7, tags=["cellar"])
-    row = {k: v for k, v in engram_params(queued).items() if not k.startswith("supersede")}
+    newer = ("supersede", "origin", "principal")  # fields the journal lines then lacked
+    row = {k: v for k, v in engram_params(queued).items() if not k.startswith(newer)}
     row.update({k: row[k].isoformat() for k in ("created_at", "last_accessed_at")})
     line = {"row": row, "new_cues": [], "cue_ids": [], "assoc": []}
     path.with_name(path.name + ".journal").write_text(json.dumps(line) + "\n")
@@ -167,7 +168,7 @@ def test_store_without_version_fields_is_migrated_and_keeps_everything(tmp_path:
     with capture_logs() as logs:
         backend = KuzuBackend("alice", path, native_indexes=True)
         backend.open()
-    assert [e["versions"] for e in logs if e["event"] == "kuzu schema migrated"] == [[5]]
+    assert [e["versions"] for e in logs if e["event"] == "kuzu schema migrated"] == [[5, 6]]
     try:
         [old] = backend.get_engrams(["old"])
         assert (old.supersedes, old.superseded_by, old.superseded_at) == ("", "", None)
@@ -181,9 +182,14 @@ def test_store_without_version_fields_is_migrated_and_keeps_everything(tmp_path:
         assert old.embedding is not None and old.embedding.tolist() == [1.0] * 8
         [queued] = backend.get_engrams(["e00007"])  # the old journal line, replayed
         assert (queued.tags, queued.superseded_by, queued.superseded_at) == (["cellar"], "", None)
+        # Who said them is unknown (''), not guessed.
+        assert (old.origin, old.principal, queued.origin, queued.principal) == ("",) * 4
+        current_origin = build.engram(8, origin="user", principal="key:k1")
+        backend.add_memory(current_origin, [], [])
+        assert [e.id for e in backend.list_page(Listing(10, origin="user"))] == ["e00008"]
         assert [i for i, _ in backend.text_search("vintage", 3)] == ["old"]
         current = Listing(10, include_superseded=False)
-        assert {e.id for e in backend.list_page(current)} == {"old", "e00007"}
+        assert {e.id for e in backend.list_page(current)} == {"old", "e00007", "e00008"}
         when = datetime(2025, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
         backend.update_engrams([EngramUpdate("old", superseded_by="e00007", superseded_at=when)])
     finally:
@@ -199,11 +205,13 @@ def test_store_without_version_fields_is_migrated_and_keeps_everything(tmp_path:
         try:
             [old] = backend.get_engrams(["old"])
             assert (old.superseded_by, old.superseded_at) == ("e00007", when)
-            assert [e.id for e in backend.list_page(current)] == ["e00007"]
+            assert [e.id for e in backend.list_page(current)] == ["e00008", "e00007"]
+            [said] = backend.get_engrams(["e00008"])
+            assert (said.origin, said.principal) == ("user", "key:k1")
             assert backend.get_meta(schema.SCHEMA_VERSION_KEY) == str(schema.CURRENT_VERSION)
         finally:
             backend.close()
-    assert schema.CURRENT_VERSION == 5
+    assert schema.CURRENT_VERSION == 6
 
 
 def test_threads_store_and_read_concurrently(kuzu_factory: Factory) -> None:

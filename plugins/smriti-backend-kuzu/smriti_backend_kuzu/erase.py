@@ -1,0 +1,165 @@
+"""Erasing forgotten memories from the Kùzu store's files (``erase_deleted``).
+
+Deleting a row in Kùzu 0.11.3 does not erase its bytes. Measured with a unique token
+(``bench/erase.py``): after ``DETACH DELETE`` and ``CHECKPOINT`` the token stays in
+``memory.kuzu``; a checkpoint rewrites a changed column chunk to new pages and leaves
+the old ones free but unwritten, and the new chunk carries the deleted string along in
+its dictionary (600 more inserts and a checkpoint made two *new* copies of it);
+rewriting the column (``SET e.content = e.content + ''``), or copying the table and
+dropping the old one, frees pages without zeroing them. Kùzu has no ``VACUUM``.
+
+What does erase it is a new file: ``EXPORT DATABASE`` writes the live rows only, and
+``IMPORT DATABASE`` into an empty database builds a file that never held the deleted
+ones. ``erase_deleted`` therefore, with every other write and read of the store held
+off: writes the queued memories, checkpoints (Kùzu's WAL is then gone and the journal
+trimmed to nothing), exports the store into a scratch folder beside it, closes the
+database, imports the export into a new file, puts that file in place of the old one
+with one rename, reopens it and removes the scratch folder. Its cost grows with the
+store (figures in the README). A failure before the rename reopens the old file as it
+was; a crash leaves the scratch folder, which the next open or erase removes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from smriti.errors import BackendError
+from smriti.logs import get_logger
+from smriti.private import private_dir
+from smriti_backend_kuzu import durability
+
+if TYPE_CHECKING:
+    from smriti_backend_kuzu.backend import KuzuBackend as _Self
+else:
+    _Self = object
+
+log = get_logger(__name__)
+
+#: The scratch folder beside the database (``memory.kuzu.erase``).
+SCRATCH_SUFFIX = ".erase"
+
+
+class EraseMixin(_Self):  # type: ignore[misc,valid-type]
+    """``erase_deleted``: rebuild the database file from its live rows."""
+
+    @property
+    def erase_scratch(self) -> Path:
+        """Where an erase exports the store and builds the new file."""
+        return self.path.with_name(self.path.name + SCRATCH_SUFFIX)
+
+    def clear_erase_scratch(self) -> None:
+        """Remove what an interrupted erase left (it holds the store's texts)."""
+        if self.erase_scratch.exists():
+            shutil.rmtree(self.erase_scratch, ignore_errors=True)
+            log.warning("kuzu: removed what an interrupted erase left", path=str(self.path))
+
+    def erase_deleted(self) -> None:
+        """Rewrite the store so that no file under it holds a deleted memory's bytes:
+        the journal and WAL are emptied by a checkpoint, and the database file is
+        rebuilt from its live rows (the module docstring says why). Raises BackendError
+        when it cannot; the store is then as it was, and the next erase tries again."""
+        began = time.monotonic()
+        with self._exclusive():  # the queued memories are written first
+            self._check_room(2 * self.db_size_hint(), "the deleted memories were not erased")
+            if not self._checkpoint(force=True):
+                raise BackendError(
+                    f"cannot checkpoint {self.path}: the deleted memories were deleted but "
+                    "not yet erased from its files; free disk space and forget again"
+                )
+            with self._quiet.exclusive():
+                self._rebuild_file()
+        self._save_manifest()
+        log.info("kuzu: deleted memories erased", path=str(self.path),
+                 seconds=round(time.monotonic() - began, 2), bytes=self.db_size_hint())  # fmt: skip
+
+    def _rebuild_file(self) -> None:
+        """Export, close, import into a new file, swap it in, reopen (locks held)."""
+        self.clear_erase_scratch()
+        scratch = private_dir(self.erase_scratch)
+        export, fresh = scratch / "export", scratch / self.path.name
+        try:
+            try:
+                self._conn().execute(f"EXPORT DATABASE '{_quoted(export)}' (format='csv')")
+            except RuntimeError as exc:
+                raise BackendError(f"cannot export {self.path} to erase: {exc}") from exc
+            self._close_for_swap()
+            try:
+                _import(self._driver, fresh, export)
+                self._lower_manifest_size(fresh.stat().st_size)
+                os.replace(fresh, self.path)
+                _sync_dir(self.path.parent)
+            finally:
+                self._reopen_after_swap()
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def _lower_manifest_size(self, size: int) -> None:
+        """Before the smaller file replaces the old one: lower the manifest's size (it
+        guards against a shrunken file), so a crash right after the swap still opens."""
+        old = self._manifest
+        if old is not None and size < old.db_bytes:
+            manifest = durability.Manifest(old.engrams, size)
+            durability.write_manifest(self.path, manifest)
+            self._manifest = manifest
+
+    def _close_for_swap(self) -> None:
+        """Close every connection and the database, keeping what the backend holds in
+        memory (cues, engram ids): the rebuilt file holds the same rows."""
+        with self._conns_lock:
+            for conn in self._conns:
+                conn.close()
+            self._conns.clear()
+            self._generation += 1
+            db, self._db = self._db, None
+        db.close()
+
+    def _reopen_after_swap(self) -> None:
+        from smriti_backend_kuzu.backend import MAX_DB_BYTES
+
+        self._db = self._driver.Database(  # type: ignore[union-attr]
+            str(self.path),
+            buffer_pool_size=self.buffer_mb * 2**20,
+            auto_checkpoint=False,
+            max_db_size=MAX_DB_BYTES,
+        )
+        self._generation += 1
+        self._schema_epoch += 1
+
+
+def _import(driver: Any, target: Path, export: Path) -> None:
+    """A new database at ``target`` holding the export (its indexes rebuilt)."""
+    db = driver.Database(str(target), auto_checkpoint=False)
+    try:
+        conn = driver.Connection(db)
+        for extension in ("fts", "vector"):  # the export's index statements need them
+            conn.execute(f"LOAD {extension}")
+        conn.execute(f"IMPORT DATABASE '{_quoted(export)}'")
+        conn.execute("CHECKPOINT")
+        conn.close()
+    except RuntimeError as exc:
+        raise BackendError(f"cannot rebuild {target.name} to erase: {exc}") from exc
+    finally:
+        db.close()
+
+
+def _quoted(path: Path) -> str:
+    """``path`` inside a single-quoted Cypher string (Kùzu takes no parameter there)."""
+    text = path.as_posix()
+    if "'" in text or "\\" in text:
+        raise BackendError(
+            f"cannot erase in {path.parent}: Kùzu cannot export to a path holding a quote "
+            "or backslash; move STORAGE_LOCATION to a plainer path"
+        )
+    return text
+
+
+def _sync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
