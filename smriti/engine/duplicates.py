@@ -1,13 +1,18 @@
-"""Duplicates and conflicts of a memory being stored, found without an LLM.
+"""Repeats, near-duplicates and conflicts of a memory being stored, found without an LLM.
 
-Both come from the store's own nearest-neighbour search (the one that makes its
+All three come from the store's own nearest-neighbour search (the one that makes its
 associations), so they cost no extra vector search:
 
-- a **duplicate** is the same text after normalising case, whitespace and end
-  punctuation, or a neighbour at or above ``DEDUP_THRESHOLD`` cosine that also names the
-  same things in the same order (capitalised names, numbers and negations): "the
-  deadline is March 5" and "... March 12" are close in meaning but not the same fact.
-  The store then writes nothing and strengthens the existing memory instead.
+- a **repeat** is the same text after normalising Unicode (NFKC), case, whitespace and
+  punctuation (``normalised_text``). Only a repeat is merged: the store writes nothing
+  and strengthens the existing memory instead, so a client that sends the same store
+  twice stores it once. Anything else is stored, because a false merge loses what the
+  user said ("we chose option A" / "... option B", "take vitamin D" / "... vitamin C"),
+  while a missed one costs a little space.
+- a **near-duplicate** is a neighbour at or above ``DEDUP_THRESHOLD`` cosine that is not
+  a repeat. The new memory is stored, linked to it by a ``near_duplicate`` association
+  and the pair is reported to the caller, who can correct or forget one of them; the
+  tidy-up (``smriti.engine.tidy``) lists such groups and merges them on request.
 - a **possible conflict** is a neighbour at or above ``CONFLICT_THRESHOLD`` that shares
   a specific cue (one few memories have) with the new memory but names other things
   (names, numbers, negations): the same subject with other specifics, as in "the
@@ -19,7 +24,7 @@ associations), so they cost no extra vector search:
   statements without such words are only reported (in a chat log, replies resemble each
   other without contradicting anything).
 
-Superseded memories are neither: they already have a newer version.
+Superseded memories are none of these: they already have a newer version.
 """
 
 from __future__ import annotations
@@ -37,9 +42,16 @@ if TYPE_CHECKING:
 
 #: How much lower the conflict threshold is for text that announces a change.
 CHANGE_BONUS = 0.2
-#: Neighbours looked at for duplicates and conflicts.
+#: Neighbours looked at for repeats, near-duplicates and conflicts.
 NEIGHBOURS = 10
 CONFLICTS_REPORTED = 5
+NEAR_DUPLICATES_REPORTED = 5
+#: A repeat differs only in case, spacing or punctuation: its cosine is far above this,
+#: whatever the embedder, so the neighbour search always reaches it.
+REPEAT_FLOOR = 0.5
+#: The relation type of the association from a memory to the near-duplicates it was
+#: stored beside.
+NEAR_DUPLICATE = "near_duplicate"
 #: A cue shared by a conflicting pair encodes at most 1/SPECIFIC_SHARE of the memories
 #: (or SPECIFIC_MIN, in a small store).
 SPECIFIC_SHARE = 100
@@ -52,19 +64,41 @@ _CHANGE = re.compile(
 )
 _NAMES = re.compile(r"\b(?:[A-Z][\w'-]*|\w*\d[\w.:/-]*)")
 _NEGATION = re.compile(r"\b(?:not|no|never|none|nothing|without|\w+n't)\b", re.IGNORECASE)
-_END = re.compile(r"[\s.!?;,:]+$")
+#: Hyphens and dashes that make a minus sign when they stand right before a number.
+_MINUS = frozenset("-\u2010\u2011\u2012\u2013\u2014\u2212")
 
 
 def normalised_text(text: str) -> str:
-    """The duplicate key: NFKC, case-folded, whitespace collapsed, end punctuation off."""
-    folded = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
-    return _END.sub("", folded)
+    """The repeat key: NFKC, case-folded, punctuation read as a word break, whitespace
+    collapsed, invisible format characters dropped.
+
+    Punctuation that carries a number's meaning is kept: between two digits ("3.5",
+    "1,000", "10:30", "2024-05-01"), and a minus sign before a number that does not
+    follow a word ("-5"). So "We chose option A." repeats "we chose  option a", while
+    "3.5" and "35", or "-5" and "5", stay different facts.
+    """
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    out: list[str] = []
+    last = len(folded) - 1
+    for i, ch in enumerate(folded):
+        kind = unicodedata.category(ch)
+        if kind == "Cf":
+            continue
+        if kind.startswith("P") or ch in _MINUS:
+            before = folded[i - 1] if i > 0 else " "
+            after = folded[i + 1] if i < last else " "
+            numeric = before.isdigit() and after.isdigit()
+            minus = ch in _MINUS and after.isdigit() and not before.isalnum()
+            out.append(ch if numeric or minus else " ")
+        else:
+            out.append(ch)
+    return " ".join("".join(out).split())
 
 
 def names_and_numbers(text: str) -> tuple[str, ...]:
-    """What a near-duplicate must repeat, in order: capitalised words (not sentence-
-    initial), tokens with digits and negations, case-folded. Order counts ("Alice paid
-    Bob" is not "Bob paid Alice"), and so does a "not"."""
+    """The specifics a statement names, in order: capitalised words (not sentence-
+    initial), tokens with digits and negations, case-folded. Two close statements that
+    name different specifics may contradict each other (``examine``)."""
     found: list[str] = []
     for sentence in re.split(r"(?<=[.!?])\s+|\n+", text.strip()):
         for i, match in enumerate(_NAMES.finditer(sentence)):
@@ -90,9 +124,12 @@ class Neighbours:
     hits: list[tuple[str, float]]
     #: The engrams of ``hits`` by id, as read with them (superseded ones included).
     engrams: dict[str, Engram]
+    #: An existing memory the new text repeats: nothing new is stored.
     duplicate: Engram | None = None
     #: (engram, cosine) of possible conflicts, best first.
     conflicts: list[tuple[Engram, float]] | None = None
+    #: (engram, cosine) of current memories at or above ``DEDUP_THRESHOLD``, best first.
+    near_duplicates: list[tuple[Engram, float]] | None = None
 
 
 def floor(engine: Engine) -> float:
@@ -100,7 +137,7 @@ def floor(engine: Engine) -> float:
     s = engine.settings
     bars = [s.association_threshold, s.conflict_threshold - CHANGE_BONUS]
     if s.dedup_threshold is not None:
-        bars.append(min(s.dedup_threshold, 0.999))
+        bars += [min(s.dedup_threshold, 0.999), REPEAT_FLOOR]
     return max(-1.0, min(bars))
 
 
@@ -111,26 +148,25 @@ def examine(
     loaded: dict[str, Engram],
     cue_names: list[str],
 ) -> Neighbours:
-    """Find a duplicate of ``text`` among ``hits`` (their engrams in ``loaded``), else
-    its possible conflicts."""
+    """Find the memory ``text`` repeats among ``hits`` (their engrams in ``loaded``),
+    else its near-duplicates and possible conflicts.
+
+    With ``DEDUP_THRESHOLD=off`` nothing is a repeat or a near-duplicate: every store
+    writes a new memory.
+    """
     s = engine.settings
-    near = [
-        (i, sim)
-        for i, sim in hits
-        if sim >= s.conflict_threshold - CHANGE_BONUS
-        or (s.dedup_threshold is not None and sim >= min(s.dedup_threshold, 0.999))
-    ]
     found = Neighbours(hits, loaded)
-    current = [(loaded[i], sim) for i, sim in near if i in loaded and not loaded[i].is_superseded]
+    current = [(loaded[i], sim) for i, sim in hits if i in loaded and not loaded[i].is_superseded]
     if not current:
         return found
     if s.dedup_threshold is not None:
-        key, names = normalised_text(text), names_and_numbers(text)
-        for e, sim in current:
-            same_text = normalised_text(e.content) == key
-            if same_text or (sim >= s.dedup_threshold and names_and_numbers(e.content) == names):
+        key = normalised_text(text)
+        for e, _ in current:
+            if normalised_text(e.content) == key:
                 found.duplicate = e
                 return found
+        near = [(e, sim) for e, sim in current if sim >= s.dedup_threshold]
+        found.near_duplicates = near[:NEAR_DUPLICATES_REPORTED]
     bar = s.conflict_threshold - (CHANGE_BONUS if announces_change(text) else 0.0)
     # Other specifics: a name, number or negation one has and the other lacks (the same
     # ones in another order is the same subject, as in a reply that names the speaker).
