@@ -183,6 +183,20 @@ def _list(name: str, raw: str) -> tuple[str, ...]:
     return items
 
 
+def _rate(name: str, raw: str) -> str | float:
+    """``auto``, ``off`` or a number of calls per minute."""
+    value = raw.strip().lower()
+    if value in ("auto", "off"):
+        return value
+    try:
+        return _float(0.01, 1e7)(name, value)
+    except ConfigError:
+        raise ConfigError(
+            f"{name}={raw!r} is invalid (allowed: auto, off, or tool calls per minute "
+            "0.01..10000000)"
+        ) from None
+
+
 _LOG_LEVELS = ("debug", "info", "warning", "error")
 #: SMRITI_AUTH: ``auto`` turns on OAuth when SMRITI_OAUTH_ISSUER is set and API keys
 #: when the key file exists; ``none`` only serves a loopback address.
@@ -376,6 +390,39 @@ class Settings:
     max_loaded_users: int = field(
         default=32, metadata={"env": "SMRITI_MAX_LOADED_USERS", "parse": _int(1, 100_000)}
     )
+    # The team server's limits (smriti.mcp_server.limits, .guard) and its records.
+    principals_file: str = field(
+        default="", metadata={"env": "SMRITI_PRINCIPALS_FILE", "parse": _str}
+    )
+    user_sessions: int = field(
+        default=100, metadata={"env": "SMRITI_USER_SESSIONS", "parse": _int(1, 10_000)}
+    )
+    key_sessions: int = field(
+        default=50, metadata={"env": "SMRITI_KEY_SESSIONS", "parse": _int(1, 10_000)}
+    )
+    session_idle: float = field(
+        default=600.0, metadata={"env": "SMRITI_SESSION_IDLE", "parse": _float(1.0, 86_400.0)}
+    )
+    rate_limit: str | float = field(
+        default="auto", metadata={"env": "SMRITI_RATE_LIMIT", "parse": _rate}
+    )
+    rate_burst: int = field(
+        default=60, metadata={"env": "SMRITI_RATE_BURST", "parse": _int(1, 100_000)}
+    )
+    http_header_timeout: float = field(
+        default=10.0,
+        metadata={"env": "SMRITI_HTTP_HEADER_TIMEOUT", "parse": _float(0.1, 3600.0)},
+    )
+    http_body_timeout: float = field(
+        default=30.0, metadata={"env": "SMRITI_HTTP_BODY_TIMEOUT", "parse": _float(0.1, 3600.0)}
+    )
+    http_keepalive: float = field(
+        default=65.0, metadata={"env": "SMRITI_HTTP_KEEPALIVE", "parse": _float(0.1, 3600.0)}
+    )
+    http_max_connections: int = field(
+        default=1000, metadata={"env": "SMRITI_HTTP_MAX_CONNECTIONS", "parse": _int(1, 1_000_000)}
+    )
+    audit_log: str = field(default="", metadata={"env": "SMRITI_AUDIT_LOG", "parse": _str})
     env: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod

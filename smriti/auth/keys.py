@@ -158,7 +158,13 @@ class KeyStore:
 
     def create(self, user: str, scopes: tuple[str, ...] = KEY_SCOPES, name: str = "") -> str:
         """Add a key for ``user``; returns the whole key (shown once, never stored)."""
-        validate_user(user, "USER")
+        user = validate_user(user, "USER")  # the canonical spelling, as everywhere
+        if user.startswith("oauth-"):  # smriti.auth.principals: OAuth subjects' names
+            raise InvalidInput(
+                f"USER={user!r}: names starting 'oauth-' are the memories of OAuth "
+                "subjects; to give one a key, map the subject to another name in "
+                "SMRITI_PRINCIPALS_FILE and create the key for that name"
+            )
         key_id, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
         record = ApiKey(
             id=key_id,

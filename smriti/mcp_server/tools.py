@@ -215,7 +215,7 @@ def _add_store(server: MCPServer, memories: Memories) -> None:
         ),
     )
     async def smriti_store(
-        content: Annotated[str, Field(description="The memory text, self-contained.")],
+        content: Annotated[str, Field(description="The text to remember, self-contained.")],
         importance: ImportanceArg = 0.5,
         tags: TagsArg = "",
         source: Annotated[

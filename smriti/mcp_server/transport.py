@@ -11,12 +11,15 @@ from typing import Any
 import anyio
 from mcp import types
 from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp.types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
+from pydantic import ValidationError
 
 from smriti.logs import get_logger
+from smriti.mcp_server.arguments import argument_problems
 from smriti.mcp_server.early import EarlyInitialize
 
 log = get_logger(__name__)
@@ -53,6 +56,19 @@ class SmritiServer(MCPServer):
             return await super().get_prompt(name, arguments, context)
         except ValueError as exc:
             raise MCPError(INVALID_PARAMS, str(exc)) from None
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """Call tool ``name``; arguments that do not fit its signature (a required one
+        missing, a wrong type) are a tool error saying which and what it is for, where
+        the SDK would pass on pydantic's report."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            tool = self._tool_manager.get_tool(name)
+            if not isinstance(exc.__cause__, ValidationError) or tool is None:
+                raise
+            problems = argument_problems(exc.__cause__, tool.parameters)
+            raise ToolError(f"Error executing tool {name}: {problems}") from None
 
     #: The reader that may have answered ``initialize`` before the SDK was imported
     #: (``smriti.mcp_server.early``); what it read is read here first.

@@ -29,7 +29,8 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver.exceptions import ToolError
 
-from smriti.auth.verifier import ScopeNames
+from smriti.auth.verifier import PRINCIPAL_CLAIM, ScopeNames
+from smriti.config import canonical_user
 from smriti.logs import get_logger
 
 if TYPE_CHECKING:
@@ -92,6 +93,21 @@ def caller_token(ctx: Context | None) -> AccessToken | None:
     if isinstance(user, AuthenticatedUser):
         return user.access_token
     return get_access_token()
+
+
+def caller_principal(ctx: Context | None) -> str | None:
+    """The namespaced principal of this call's verified caller (``key:<id>`` or
+    ``oauth:<issuer>#<subject>``, see ``smriti.auth.principals``), or None when the
+    call has none (stdio, HTTP without authentication)."""
+    return principal_of(caller_token(ctx))
+
+
+def principal_of(token: AccessToken | None) -> str | None:
+    """The namespaced principal a verified token carries, or None."""
+    if token is None or not token.claims:
+        return None
+    value = token.claims.get(PRINCIPAL_CLAIM)
+    return value if isinstance(value, str) and value else None
 
 
 class _Loaded:
