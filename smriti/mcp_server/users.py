@@ -30,7 +30,6 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver.exceptions import ToolError
 
 from smriti.auth.verifier import PRINCIPAL_CLAIM, ScopeNames
-from smriti.config import canonical_user
 from smriti.logs import get_logger
 
 if TYPE_CHECKING:
