@@ -11,6 +11,7 @@ from mcp.server.auth.provider import AccessToken, TokenVerifier
 
 from smriti.auth.keys import KeyStore, keys_file, split_key
 from smriti.auth.oauth import OAuthVerifier, scopes_of
+from smriti.auth.principals import PrincipalMap, key_principal
 from smriti.errors import ConfigError
 from smriti.logs import get_logger
 
@@ -21,6 +22,9 @@ log = get_logger(__name__)
 
 #: The issuer recorded in the claims of a token that is an API key.
 KEY_ISSUER = "smriti-api-keys"
+#: The claim of a verified token that holds its namespaced principal
+#: (``smriti.auth.principals``): ``key:<id>`` or ``oauth:<issuer>#<subject>``.
+PRINCIPAL_CLAIM = "smriti_principal"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,10 +47,12 @@ class SmritiTokenVerifier(TokenVerifier):
         keys: KeyStore | None,
         oauth: OAuthVerifier | None,
         scopes: ScopeNames | None = None,
+        principals: PrincipalMap | None = None,
     ) -> None:
         self.keys = keys
         self.oauth = oauth
         self.scopes = scopes or ScopeNames()
+        self.principals = principals or PrincipalMap()
 
     @property
     def modes(self) -> list[str]:
@@ -77,16 +83,26 @@ class SmritiTokenVerifier(TokenVerifier):
             return "the server cannot read its API keys"
         if isinstance(key, str):
             return key
+        principal = key_principal(key.id, key.user)
         return AccessToken(
             token=token,
             client_id=f"key:{key.id}",
             scopes=[self.scopes.of(s) for s in key.scopes],
-            subject=key.user,
-            claims={"iss": KEY_ISSUER, "key_id": key.id},
+            subject=principal.user,
+            claims={"iss": KEY_ISSUER, "key_id": key.id, PRINCIPAL_CLAIM: principal.id},
         )
 
-    def _from_claims(self, token: str, claims: dict[str, Any]) -> AccessToken:
+    def _from_claims(self, token: str, claims: dict[str, Any]) -> AccessToken | str:
+        """The verified token; its subject is the memory of the token's namespaced
+        principal (``smriti.auth.principals``), never a key user's by accident."""
         assert self.oauth is not None
+        try:
+            principal = self.principals.principal(
+                str(claims["iss"]), str(claims[self.oauth.user_claim])
+            )
+        except ConfigError as exc:
+            log.error("OAuth principals cannot be mapped", error=str(exc))
+            return "the server cannot map OAuth subjects to users"
         client = claims.get("client_id") or claims.get("azp") or "oauth"
         exp = claims.get("exp")
         return AccessToken(
@@ -95,8 +111,12 @@ class SmritiTokenVerifier(TokenVerifier):
             scopes=scopes_of(claims),
             expires_at=int(exp) if isinstance(exp, int | float) else None,
             resource=self.oauth.audience,
-            subject=claims["smriti_user"],
-            claims={"iss": claims.get("iss"), "sub": claims.get("sub")},
+            subject=principal.user,
+            claims={
+                "iss": claims.get("iss"),
+                "sub": claims.get("sub"),
+                PRINCIPAL_CLAIM: principal.id,
+            },
         )
 
 
@@ -138,4 +158,5 @@ def build_verifier(settings: Settings, resource_url: str) -> SmritiTokenVerifier
             settings.oauth_user_claim,
         )
     scopes = ScopeNames(settings.oauth_read_scope, settings.oauth_write_scope)
-    return SmritiTokenVerifier(store, oauth, scopes)
+    principals = PrincipalMap(settings.principals_file) if use_oauth else None
+    return SmritiTokenVerifier(store, oauth, scopes, principals)

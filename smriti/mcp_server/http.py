@@ -28,9 +28,11 @@ import ipaddress
 import json
 import urllib.parse
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
@@ -47,10 +49,15 @@ from pydantic import AnyHttpUrl
 from starlette.authentication import AuthCredentials
 from starlette.requests import Request
 
+from smriti.audit import AuditLog, audit_path
+from smriti.auth.keys import split_key
 from smriti.auth.verifier import SmritiTokenVerifier, build_verifier
 from smriti.errors import ConfigError
 from smriti.logs import get_logger
+from smriti.mcp_server.guard import SessionGuard, client_address, too_many
+from smriti.mcp_server.limits import HttpLimits
 from smriti.mcp_server.tools import needed_scope
+from smriti.mcp_server.users import principal_of
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -79,6 +86,10 @@ class HttpPlan:
     verifier: SmritiTokenVerifier | None
     security: TransportSecuritySettings
     metadata: ProtectedResourceMetadata | None
+    limits: HttpLimits = field(default_factory=HttpLimits)
+    #: The audit log's file (``smriti.audit``), None when it is off or there is no
+    #: authentication (then every call is the one local user's).
+    audit_path: Path | None = None
 
     @property
     def metadata_url(self) -> str | None:
@@ -133,7 +144,9 @@ def plan_http(settings: Settings, host: str, port: int) -> HttpPlan:
             }
         )
     security = transport_security(settings, host, resource_url)
-    return HttpPlan(host, port, resource_url, verifier, security, metadata)
+    limits = HttpLimits.from_settings(settings, is_loopback(host))
+    audit = audit_path(settings) if verifier is not None else None
+    return HttpPlan(host, port, resource_url, verifier, security, metadata, limits, audit)
 
 
 def transport_security(
@@ -176,11 +189,14 @@ def transport_security(
 class AuthGate:
     """The ASGI app in front of the SDK's streamable HTTP app (see the module doc)."""
 
-    def __init__(self, app: ASGIApp, plan: HttpPlan) -> None:
+    def __init__(self, app: ASGIApp, plan: HttpPlan, audit: AuditLog | None = None) -> None:
         assert plan.verifier is not None
         self.app = app
         self.inner = AuthContextMiddleware(app)
         self.plan = plan
+        self.audit = audit
+        self.rate = plan.limits.rate_limiter()
+        self.sessions = SessionGuard(self.inner, plan.limits.session_limits(), audit)
         self.verifier = plan.verifier
         self.security = TransportSecurityMiddleware(plan.security)
         self.metadata_paths: set[str] = set()
@@ -210,21 +226,26 @@ class AuthGate:
             return
         checked = await self.verifier.check(token)
         if isinstance(checked, str):
-            log.info("token refused", reason=checked, path=scope["path"])
+            self._refused(scope, 401, checked, key_id=_key_id(token))
             await self._refuse(send, 401, "invalid_token", checked)
             return
         scopes = self.verifier.scopes
         if not {scopes.read, scopes.write} & set(checked.scopes):
+            self._refused(scope, 403, "no Smriti scope", checked)
             await self._refuse(send, 403, "insufficient_scope", "no Smriti scope", scopes.read)
             return
         if scope["method"] == "POST":
-            body = await _read_body(receive)
-            if body is None:
-                await _json(send, 413, {"error": "request body too large"})
+            body = await read_body(receive, self.plan.limits.body_timeout)
+            if not isinstance(body, bytes):
+                self._refused(scope, body, "request body too slow or too large", checked)
+                await _body_refused(send, body)
                 return
             missing, request_id = self._missing_scope(body, checked)
             if missing:
+                self._refused(scope, 403, f"needs the {missing} scope", checked)
                 await self._refuse(send, 403, "insufficient_scope", "", missing, request_id)
+                return
+            if await self._rate_limited(scope, send, body, checked):
                 return
             receive = _replay(body, receive)
         version = _header(scope, b"mcp-protocol-version")
@@ -233,7 +254,51 @@ class AuthGate:
             return
         scope["user"] = AuthenticatedUser(checked)
         scope["auth"] = AuthCredentials(checked.scopes)
-        await self.inner(scope, receive, send)
+        await self.sessions(scope, receive, send, checked)
+
+    async def _rate_limited(
+        self, scope: Scope, send: Send, body: bytes, token: AccessToken
+    ) -> bool:
+        """Whether the tool calls in ``body`` exceed the caller's rate (then 429 is sent)."""
+        if self.rate is None:
+            return False
+        calls, request_id = _tool_calls(body)
+        wait = self.rate.take(token.subject or "", calls) if calls else 0
+        if not wait:
+            return False
+        self._refused(scope, 429, "tool call rate limit", token)
+        await too_many(send, wait, f"rate limit: retry in {wait} s", request_id)
+        return True
+
+    def _refused(
+        self,
+        scope: Scope,
+        status: int,
+        reason: str,
+        token: AccessToken | None = None,
+        key_id: str | None = None,
+    ) -> None:
+        """Log and audit a refused request: who (never the token itself), from where."""
+        principal = principal_of(token) if token is not None else None
+        principal = principal or (f"key:{key_id}" if key_id else None)
+        client = client_address(scope)
+        log.info(
+            "request refused",
+            status=status,
+            reason=reason,
+            path=scope["path"],
+            principal=principal,
+            client=client,
+        )
+        if self.audit is not None:
+            self.audit.record(
+                event="refused",
+                principal=principal,
+                client=client,
+                status=status,
+                reason=reason,
+                user=token.subject if token is not None else None,
+            )
 
     def _missing_scope(self, body: bytes, token: AccessToken) -> tuple[str, Any]:
         """The first scope a tool call in ``body`` needs and ``token`` lacks, with that
@@ -313,22 +378,52 @@ def _quoted(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', "'")
 
 
-async def _read_body(receive: Receive) -> bytes | None:
-    """The whole request body, or None when it is larger than the SDK would accept."""
+async def read_body(receive: Receive, timeout: float) -> bytes | int:
+    """The whole request body; 413 when it is larger than the SDK would accept, 408
+    when it takes longer than ``timeout`` seconds to arrive (a trickling client)."""
     chunks: list[bytes] = []
     size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break  # the client left; the SDK sees the same
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > DEFAULT_MAX_REQUEST_BODY_SIZE:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
+    with anyio.move_on_after(timeout):
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break  # the client left; the SDK sees the same
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > DEFAULT_MAX_REQUEST_BODY_SIZE:
+                return 413
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return b"".join(chunks)
+    return 408
+
+
+async def _body_refused(send: Send, status: int) -> None:
+    if status == 413:
+        await _json(send, 413, {"error": "request body too large"})
+        return
+    # connection: close, as the rest of the body may still be on its way
+    await _json(
+        send, 408, {"error": "request body not received in time"}, [(b"connection", b"close")]
+    )
+
+
+def _key_id(token: str) -> str | None:
+    """The id of a refused token shaped like an API key (the id is not secret)."""
+    parts = split_key(token)
+    return parts[0][:32] if parts else None
+
+
+def _tool_calls(body: bytes) -> tuple[int, Any]:
+    """How many ``tools/call`` requests ``body`` holds, and the first one's id."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return 0, None
+    items = message if isinstance(message, list) else [message]
+    calls = [i for i in items if isinstance(i, dict) and i.get("method") == "tools/call"]
+    return len(calls), calls[0].get("id") if calls else None
 
 
 def _replay(body: bytes, receive: Receive) -> Callable[[], Awaitable[Message]]:
@@ -382,10 +477,12 @@ async def _unsupported_version(send: Send, version: str) -> None:
 
 
 class VersionGate:
-    """Without authentication: only the protocol-version check of ``AuthGate``."""
+    """Without authentication: only the protocol-version check and the body deadline
+    of ``AuthGate``."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, body_timeout: float = HttpLimits.body_timeout) -> None:
         self.app = app
+        self.body_timeout = body_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one ASGI connection."""
@@ -394,6 +491,12 @@ class VersionGate:
             if version is not None and version not in SUPPORTED_VERSIONS:
                 await _unsupported_version(send, version)
                 return
+            if scope["method"] == "POST":
+                body = await read_body(receive, self.body_timeout)
+                if not isinstance(body, bytes):
+                    await _body_refused(send, body)
+                    return
+                receive = _replay(body, receive)
         await self.app(scope, receive, send)
 
 
