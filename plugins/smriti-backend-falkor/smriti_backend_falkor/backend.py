@@ -621,6 +621,9 @@ def _listing_params(listing: Listing) -> dict[str, Any]:
         "until": ts(listing.until),
         "include_superseded": bool(listing.include_superseded),
         "cluster_id": None if listing.cluster_id is None else int(listing.cluster_id),
+        # A prefix ends in ':' (smriti.model.origin_matches).
+        "origin": listing.origin,
+        "origin_prefix": bool(listing.origin and listing.origin.endswith(":")),
         "after_seen": None if after is None else ts(after[0]),
         "after_made": None if after is None else ts(after[1]),
         "after_id": None if after is None else str(after[2]),

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from smriti.errors import BackendError
 from smriti.logs import get_logger
+from smriti.private import private_dir
 from smriti_backend_falkor.backend import FalkorBackend
 from smriti_backend_falkor.connection import connect
 
@@ -70,7 +71,7 @@ class FalkorLiteBackend(FalkorBackend):
             raise BackendError(
                 "DB_TYPE=falkordblite needs the falkordblite package: pip install falkordblite"
             ) from exc
-        self.directory.mkdir(parents=True, exist_ok=True)
+        private_dir(self.directory)
         config = {"appendonly": "yes", "appendfsync": "everysec", "port": "0"}
         try:
             return EmbeddedFalkorDB(str(self.directory / "smriti.rdb"), serverconfig=config)

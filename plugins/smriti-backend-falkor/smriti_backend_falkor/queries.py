@@ -24,8 +24,8 @@ ACCESS_COLUMNS = (
     "coalesce(u.last_accessed_at, e.last_accessed_at), coalesce(u.decay_factor, e.decay_factor)"
 )
 USAGE = "OPTIONAL MATCH (e)-[u:Usage]->(e)"
-#: The version fields are missing on nodes written before schema version 4 (see
-#: MIGRATIONS): they read as "" and null.
+#: The version fields are missing on nodes written before schema version 4, the origin
+#: fields on those written before version 5 (see MIGRATIONS): they read as "" and null.
 #: The embedding is read from its base64 copy (``records.packed``), and from the vector
 #: itself on engrams written before the copy existed.
 ENGRAM_COLUMNS = (
@@ -34,7 +34,8 @@ ENGRAM_COLUMNS = (
     "coalesce(u.last_accessed_at, e.last_accessed_at), coalesce(u.decay_factor, e.decay_factor), "
     "coalesce(e.embedding_b64, e.embedding), e.source, e.tags, "
     "coalesce(u.cluster_id, e.cluster_id), "
-    "coalesce(e.supersedes, ''), coalesce(e.superseded_by, ''), e.superseded_at"
+    "coalesce(e.supersedes, ''), coalesce(e.superseded_by, ''), e.superseded_at, "
+    "coalesce(e.origin, ''), coalesce(e.principal, '')"
 )
 CUE_COLUMNS = "q.id, q.name, q.cue_type, q.embedding"
 
@@ -118,12 +119,14 @@ SET d.fresh = false
 #: Version 4 (engrams carry ``supersedes``, ``superseded_by``, ``superseded_at``)
 #: rewrites nothing: every read coalesces a missing one to "" / null, and writing them
 #: onto every old node would re-index each one (about 1-2 ms a node, see MIGRATE_V2:
-#: minutes at 100k memories, all of it inside ``open``).
+#: minutes at 100k memories, all of it inside ``open``). Version 5 (``origin``,
+#: ``principal``) likewise: a missing one reads as "" (unknown).
 MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (1, (MIGRATE_V1,)),
     (2, (MIGRATE_V2,)),
     (3, (MIGRATE_V3,)),
     (4, ()),
+    (5, ()),
 )
 #: Rebuild up to $batch stale top lists; returns how many were rebuilt.
 REFRESH_TOPS = f"""
@@ -334,6 +337,8 @@ WHERE ($memory_type IS NULL OR e.memory_type = $memory_type)
   AND ($since IS NULL OR e.created_at >= $since)
   AND ($until IS NULL OR e.created_at < $until)
   AND ($include_superseded OR coalesce(e.superseded_by, '') = '')
+  AND ($origin IS NULL OR coalesce(e.origin, '') = $origin
+       OR ($origin_prefix AND coalesce(e.origin, '') STARTS WITH $origin))
   AND (size($tags) = 0
        OR ($all_tags AND all(t IN $tags WHERE t IN coalesce(e.tags, [])))
        OR (NOT $all_tags AND any(t IN $tags WHERE t IN coalesce(e.tags, []))))

@@ -110,6 +110,8 @@ def engram_props(engram: Engram, user: str) -> dict[str, Any]:
         "supersedes": engram.supersedes or "",
         "superseded_by": engram.superseded_by or "",
         "superseded_at": ts(engram.superseded_at),
+        "origin": engram.origin or "",
+        "principal": engram.principal or "",
         "embedding_b64": packed(engram.embedding),
     }
 
@@ -162,6 +164,8 @@ def engram_from_row(row: Sequence[Any]) -> Engram:
         supersedes,
         superseded_by,
         superseded_at,
+        origin,
+        principal,
     ) = row
     return Engram(
         id=id_,
@@ -180,6 +184,8 @@ def engram_from_row(row: Sequence[Any]) -> Engram:
         supersedes=supersedes or "",
         superseded_by=superseded_by or "",
         superseded_at=parse_ts(superseded_at) if superseded_at else None,
+        origin=origin or "",
+        principal=principal or "",
     )
 
 

@@ -120,6 +120,36 @@ def test_a_store_from_before_the_version_fields_opens_and_reads(
     assert again.seek(Seek(1)).total == 4
 
 
+def test_a_store_from_before_the_origin_fields_reads_them_as_unknown(
+    make_backend: Callable[..., FalkorBackend],
+) -> None:
+    """Schema version 4 stored no origin / principal: such engrams read as unknown ('')
+    everywhere and pass no origin filter; newer ones keep theirs."""
+    backend = make_backend("alice")
+    old = build.engram(1)
+    said = build.engram(2, origin="import:smriti", principal="key:k1")
+    backend.add_memory(old, [build.cue("old")], [])
+    backend.import_records([said], [], [], [], [])
+    backend._write("MATCH (e:Engram {user: $user, id: 'e00001'}) "
+                   "SET e.origin = null, e.principal = null")  # fmt: skip
+    backend.set_meta("falkordb.schema_version", "4")
+    backend.close()
+    reopened = make_backend("alice")
+    assert reopened.get_meta("falkordb.schema_version") == SCHEMA_VERSION
+    reads = {
+        "get_engrams": reopened.get_engrams([old.id, said.id]),
+        "get_engrams bare": reopened.get_engrams([old.id, said.id], embeddings=False),
+        "list_page": reopened.list_page(Listing(10)),
+        "iter_engrams": list(reopened.iter_engrams()),
+        "working set": list(reopened.working_set_streams()[1]),
+    }
+    for name, got in reads.items():
+        origins = {e.id: (e.origin, e.principal) for e in got}
+        assert origins == {old.id: ("", ""), said.id: ("import:smriti", "key:k1")}, name
+    assert [e.id for e in reopened.list_page(Listing(10, origin="import:"))] == [said.id]
+    assert reopened.list_page(Listing(10, origin="user")) == []
+
+
 def test_version_fields_reach_the_working_set_windows(
     make_backend: Callable[..., FalkorBackend],
 ) -> None:

@@ -53,6 +53,7 @@ def engram_map(node: str, embeddings: bool = True) -> str:
         f"supersedes: coalesce({node}.supersedes, ''), "
         f"superseded_by: coalesce({node}.superseded_by, ''), "
         f"superseded_at: {micros(node + '.superseded_at')}, "
+        f"origin: coalesce({node}.origin, ''), principal: coalesce({node}.principal, ''), "
         f"created_at: {micros(node + '.created_at')}, "
         f"last_accessed_at: {micros(node + '.last_accessed_at')}, "
         f"{embedding}}}"
@@ -115,6 +116,10 @@ MIGRATIONS = (
     "MATCH (e:Engram {user: $user}) WHERE e.supersedes IS NULL OR e.superseded_by IS NULL "
     "CALL (e) { SET e.supersedes = coalesce(e.supersedes, ''), "
     "e.superseded_by = coalesce(e.superseded_by, '') } IN TRANSACTIONS OF 1000 ROWS",
+    # v5: who said it (origin, principal): '' on engrams stored before, unknown.
+    "MATCH (e:Engram {user: $user}) WHERE e.origin IS NULL OR e.principal IS NULL "
+    "CALL (e) { SET e.origin = coalesce(e.origin, ''), "
+    "e.principal = coalesce(e.principal, '') } IN TRANSACTIONS OF 1000 ROWS",
 )
 
 # Vector indexes are found by what they cover, not by name: one made by another tool (or

@@ -36,6 +36,8 @@ SINCE = "ca >= $since"
 UNTIL = "ca < $until"
 CURRENT = "coalesce(e.superseded_by, '') = ''"
 CLUSTER = "e.cluster_id = $cluster_id"
+ORIGIN = "coalesce(e.origin, '') = $origin"
+ORIGIN_PREFIX = "coalesce(e.origin, '') STARTS WITH $origin"
 # Strictly after (la, ca, id) in descending order: smaller in that lexicographic order.
 AFTER = (
     "(la < $after_la OR (la = $after_la AND "
@@ -64,6 +66,9 @@ def list_statement(listing: Listing, user: str) -> tuple[str, dict[str, Any]]:
     if listing.cluster_id is not None:
         where.append(CLUSTER)
         params["cluster_id"] = int(listing.cluster_id)
+    if listing.origin is not None:  # a prefix ends in ':' (smriti.model.origin_matches)
+        where.append(ORIGIN_PREFIX if listing.origin.endswith(":") else ORIGIN)
+        params["origin"] = listing.origin
     if listing.after is not None:
         last_accessed, created, engram_id = listing.after
         where.append(AFTER)

@@ -106,6 +106,8 @@ def engram_props(engram: Engram, user: str) -> dict[str, Any]:
         "supersedes": engram.supersedes,
         "superseded_by": engram.superseded_by,
         "superseded_at": None if engram.superseded_at is None else epoch_pair(engram.superseded_at),
+        "origin": engram.origin or "",
+        "principal": engram.principal or "",
     }
 
 
@@ -136,6 +138,8 @@ def engram_from(props: Mapping[str, Any]) -> Engram:
         supersedes=props.get("supersedes") or "",
         superseded_by=props.get("superseded_by") or "",
         superseded_at=None if superseded_at is None else from_neo4j_time(superseded_at),
+        origin=props.get("origin") or "",
+        principal=props.get("principal") or "",
     )
 
 

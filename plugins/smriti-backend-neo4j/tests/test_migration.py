@@ -106,3 +106,37 @@ def test_a_store_without_version_fields_is_migrated(
     assert [e.id for e in backend.list_page(current)] == [fixed.id]
     want = old.with_changes(superseded_by=fixed.id, superseded_at=when)
     assert_engram_equal(backend.get_engrams([old.id])[0], want)
+
+
+ORIGIN_FIELDS = (
+    "MATCH (e:Engram {user: 'v4user'}) RETURN e.id AS id, [e.origin, e.principal] AS fields "
+    "ORDER BY id"
+)
+
+
+def test_a_store_without_origins_is_migrated_and_reads_them_as_unknown(
+    neo4j_server: ServerInfo, make_backend: Callable[..., Neo4jBackend]
+) -> None:
+    old, said = build.engram(1), build.engram(2, origin="user", principal="key:k1")
+    writer = make_backend("v4user")
+    writer.import_records([old, said], [], [], [], [])
+    writer.close()
+    # As schema version 4 left them: no origin or principal (the second node's are kept
+    # to show that the migration keeps what is there).
+    _query(neo4j_server, "MATCH (e:Engram {user: 'v4user', id: 'e00001'}) "
+           "REMOVE e.origin, e.principal")  # fmt: skip
+    _query(neo4j_server, "MATCH (m:SmritiMeta {user: 'v4user', key: 'neo4j.schema_version'}) "
+           "SET m.value = '4'")  # fmt: skip
+
+    backend = make_backend("v4user")
+    assert backend.get_meta("neo4j.schema_version") == str(SCHEMA_VERSION)
+    stored = {r["id"]: r["fields"] for r in _query(neo4j_server, ORIGIN_FIELDS)}
+    assert stored == {"e00001": ["", ""], "e00002": ["user", "key:k1"]}
+    got = {e.id: e for e in backend.get_engrams([old.id, said.id])}
+    assert_engram_equal(got[old.id], old)
+    assert_engram_equal(got[said.id], said)
+    assert [e.id for e in backend.list_page(Listing(5, origin="user"))] == [said.id]
+    # Nodes written without them by another tool read as unknown, and pass no filter.
+    _query(neo4j_server, "MATCH (e:Engram {user: 'v4user'}) REMOVE e.origin")
+    assert [e.origin for e in backend.iter_engrams()] == ["", ""]
+    assert backend.list_page(Listing(5, origin="user")) == []
