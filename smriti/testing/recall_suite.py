@@ -99,6 +99,36 @@ def _calls(engine: Engine) -> Iterator[tuple[str, list[RecallResult]]]:
     yield "list", engine.recall(None, limit=10, mode="list")
 
 
+#: Stores the store pipeline must answer alike on every backend: facts that differ in
+#: one detail are all kept, only a repeat (case, spacing, punctuation) is merged.
+STORES = (
+    "We chose option A for the launch",
+    "We chose option B for the launch",
+    "we chose option b for the launch!",
+    "Take vitamin D daily with breakfast",
+    "Take vitamin C daily with breakfast",
+    "The meeting moved to building A",
+    "The meeting moved to building B",
+    "  THE MEETING MOVED TO BUILDING B  ",
+    "The cabin faces north",
+    "The cabin faces south",
+)
+
+
+def _stored(engine: Engine) -> list[tuple[int, bool, list[int]]]:
+    """Each store of STORES as (position of the memory it made or repeated,
+    deduplicated, positions of its near-duplicates): ids differ between stores."""
+    ids: list[str] = []
+    out = []
+    for text in STORES:
+        outcome = engine.store(text)
+        if outcome.engram.id not in ids:
+            ids.append(outcome.engram.id)
+        near = [ids.index(e.id) for e, _ in outcome.near_duplicates]
+        out.append((ids.index(outcome.engram.id), outcome.deduplicated, near))
+    return out
+
+
 def _groups(results: Sequence[RecallResult]) -> list[set[str]]:
     """Result ids grouped by score, ties (within SCORE_TIE) together, best first."""
     groups: list[set[str]] = []
@@ -139,6 +169,23 @@ class RecallEqualityTests:
                 list(b.iter_associations()),
                 list(b.iter_cooccurrences()),
             )
+
+    def test_store_keeps_distinct_facts_as_on_the_reference_backend(
+        self, backend_factory: Make, tmp_path: Path
+    ) -> None:
+        settings = _settings(tmp_path)
+        registry = _registry()
+        reference = registry.get("backend", "sqlite", "DB_TYPE").from_settings(settings, "dd")
+        reference.open()
+        try:
+            want = _stored(Engine(settings, registry, "dd", backend=reference))
+            target = backend_factory("dd")
+            got = _stored(Engine(settings, registry, "dd", backend=target))
+            assert target.count_engrams() == len(STORES) - 2
+        finally:
+            reference.close()
+        assert sum(dedup for _, dedup, _ in got) == 2, got
+        assert got == want
 
     def test_recall_matches_the_reference_backend(
         self, backend_factory: Make, records: tuple[Any, ...], tmp_path: Path
