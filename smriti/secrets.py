@@ -32,8 +32,8 @@ _PRIVATE = re.compile(r"<private\s*>.*?(?:</private\s*>|\Z)|</private\s*>", re.I
 _MARKER = re.compile(r"\[redacted:[a-z0-9-]+\]")
 #: Values that stand for a credential in documentation and templates.
 _PLACEHOLDER = re.compile(
-    r"(?i)^(?:\*+|x{3,}|\.{3}|…|<[^>]*>|\$\{?[\w.-]*\}?|\{\{?[^}]*\}?\}|%\w*%?|"
-    r"\[redacted[^\]]*\]?|(?:your|my|the)[_-]?\w*|password|passwd|secret|token|"
+    r"(?i)^(?:\*+|x{3,}|\.{3}|…|<[^>]*>|\$\{[^}]*\}|\$[A-Z_][A-Z0-9_]*|\{\{?[^}]*\}?\}|%\w+%|"
+    r"\[redacted[^\]]*\]?|(?:your|my|the)[_-]\w+|password|passwd|secret|token|"
     r"changeme|example|none|null|nil|true|false|undefined|redacted|hidden|\*\*\*\w*)$"
 )
 
@@ -50,6 +50,8 @@ class Finding:
 @dataclass(frozen=True, slots=True)
 class _Rule:
     kind: str
+    #: Lower-case strings one of which text must contain for the rule to run (cheap).
+    hints: tuple[str, ...]
     pattern: str
     #: The group whose span is the credential (0: the whole match).
     group: int = 0
@@ -122,19 +124,31 @@ _SECRET_KEYS = (
     r"api[_ -]?key|apikey|secret(?:[_ -]?key)?|client[_ -]?secret|access[_ -]?token|"
     r"auth[_ -]?token|refresh[_ -]?token|token|private[_ -]?key"
 )
-_VALUE = r"""(?:"(?P<dq>[^"\n]{3,200})"|'(?P<sq>[^'\n]{3,200})'|(?P<bare>[^\s"',;]{3,200}))"""
+#: An assigned value: quoted, or a bare token. A bare all-letter word followed by more
+#: words is prose ("Password: remember to change it"), not a value.
+_VALUE = (
+    r"""(?:"(?P<dq>[^"\n]{3,200})"|'(?P<sq>[^'\n]{3,200})'|"""
+    r"""(?P<bare>[^\s"',;]*[^A-Za-z\s"',;][^\s"',;]*|[A-Za-z]{3,200}(?![A-Za-z]|[ \t]+[A-Za-z])))"""
+)
 
 #: Specific formats first: when two rules claim overlapping text, the earlier wins.
 RULES: tuple[_Rule, ...] = (
     _Rule(
         "private-key",
+        ("private key",),
         r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----.*?"
         r"(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
         flags=re.S,
     ),
-    _Rule("aws-access-key", r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b", check=_random),
+    _Rule(
+        "aws-access-key",
+        ("akia", "asia", "abia", "acca", "a3t"),
+        r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b",
+        check=_random,
+    ),
     _Rule(
         "aws-secret-key",
+        ("aws",),
         r"(?i:aws)[\w .:'\"-]{0,40}?(?i:secret|private)[\w .:='\"-]{0,40}?"
         r"(?<![A-Za-z0-9/+])([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
         group=1,
@@ -142,81 +156,97 @@ RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         "github-token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
         r"\b(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{60,251})" + _END,
     ),
-    _Rule("anthropic-key", r"\bsk-ant-[A-Za-z0-9_-]{32,}", check=_random),
-    _Rule("openai-key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}", check=_random),
+    _Rule("anthropic-key", ("sk-ant-",), r"\bsk-ant-[A-Za-z0-9_-]{32,}", check=_random),
+    _Rule(
+        "openai-key", ("sk-",), r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}", check=_random
+    ),
     _Rule(
         "slack-webhook",
+        ("hooks.slack.com",),
         r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{16,}",
     ),
-    _Rule("slack-token", r"\b(?:xox[abposre]|xapp)-[A-Za-z0-9-]{10,250}", check=_random),
-    _Rule("stripe-key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,247}" + _END, check=_random),
-    _Rule("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}" + _END),
+    _Rule(
+        "slack-token",
+        ("xox", "xapp-"),
+        r"\b(?:xox[abposre]|xapp)-[A-Za-z0-9-]{10,250}",
+        check=_random,
+    ),
+    _Rule(
+        "stripe-key",
+        ("k_live_", "k_test_"),
+        r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,247}" + _END,
+        check=_random,
+    ),
+    _Rule("google-api-key", ("aiza",), r"\bAIza[0-9A-Za-z_-]{35}" + _END),
     _Rule(
         "gitlab-token",
+        ("gl",),
         r"\bgl(?:pat|dt|rt|ptt|ft|cbt|oas|soat|imt|agent)-[A-Za-z0-9_-]{20,}",
         check=_random,
     ),
-    _Rule("npm-token", r"\bnpm_[A-Za-z0-9]{36}" + _END, check=_random),
-    _Rule("pypi-token", r"\bpypi-AgE[A-Za-z0-9_-]{50,}"),
-    _Rule("huggingface-token", r"\bhf_[A-Za-z0-9]{30,}" + _END, check=_random),
-    _Rule("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*" + _END),
+    _Rule("npm-token", ("npm_",), r"\bnpm_[A-Za-z0-9]{36}" + _END, check=_random),
+    _Rule("pypi-token", ("pypi-age",), r"\bpypi-AgE[A-Za-z0-9_-]{50,}"),
+    _Rule("huggingface-token", ("hf_",), r"\bhf_[A-Za-z0-9]{30,}" + _END, check=_random),
+    _Rule("jwt", ("eyj",), r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*" + _END),
     _Rule(
         "azure-storage-key",
+        ("accountkey", "sharedaccesskey"),
         r"(?i:\b(?:AccountKey|SharedAccessKey)\s*=\s*)([A-Za-z0-9+/]{30,}={0,2})",
         group=1,
     ),
-    _Rule("azure-sas-signature", r"[?&]sig=([A-Za-z0-9%+/]{30,}(?:%3D|=){0,2})", group=1),
+    _Rule(
+        "azure-sas-signature", ("sig=",), r"[?&]sig=([A-Za-z0-9%+/]{30,}(?:%3D|=){0,2})", group=1
+    ),
     _Rule(
         "bearer-token",
+        ("bearer",),
         r"(?i:\bbearer\s+)([A-Za-z0-9._~+/-]{16,}=*)" + _END,
         group=1,
         check=_credential,
     ),
     _Rule(
         "basic-auth",
+        ("basic",),
         r"(?i:\bauthorization\s*[:=]\s*basic\s+)([A-Za-z0-9+/]{8,}={0,2})",
         group=1,
     ),
     _Rule(
         "url-password",
+        ("://",),
         r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,30}://[^\s:/?#@\[\]]*:([^\s/?#@]+)@[^\s/?#@:]",
         group=1,
         check=_real,
     ),
     _Rule(
         "card-number",
+        tuple("23456"),
         r"(?<![\d.,-])[2-6]\d(?:[ -]?\d){11,17}(?![\d]|[.,]\d)",
         check=_luhn,
     ),
     _Rule(
         "password",
+        ("pass", "pwd"),
         rf"(?i:\b(?P<key>[\w.-]*?(?:{_PASSWORD_KEYS})(?:[_.-][a-z0-9]+)*)\b[\"']?\s*(?::=|=>|=|:)\s*){_VALUE}",
         check=_password,
         kind_of=_assignment_kind,
     ),
     _Rule(
         "password",
+        ("password", "passphrase"),
         r"(?i:\b(?:password|passphrase)\s+(?:is|was|=)\s+)[\"']?([^\s\"',;]{6,200})",
         group=1,
         check=lambda v: _credential(v) and not v.isalpha(),
     ),
     _Rule(
         "secret",
+        ("api", "key", "secret", "token"),
         rf"(?i:\b(?P<key>[\w.-]*?(?:{_SECRET_KEYS})(?:[_.-][a-z0-9]+)*)\b[\"']?\s*(?::=|=>|=|:)\s*){_VALUE}",
         check=_credential,
         kind_of=_assignment_kind,
     ),
-)
-
-#: A cheap first pass: text it does not match holds no credential any rule finds.
-_TRIGGER = re.compile(
-    r"AKIA|ASIA|ABIA|ACCA|A3T|aws|gh[pousr]_|github_pat_|sk-|[sr]k_|xox|xapp-|hooks\.slack|"
-    r"AIza|gl[a-z]{1,5}-|npm_|pypi-|hf_|eyJ|PRIVATE KEY|://[^\s/@]+:[^\s@]+@|pass|pwd|"
-    r"secret|api.?key|token|accountkey|sharedaccesskey|sig=|bearer|basic|"
-    r"\d[ -]?\d[ -]?\d[ -]?\d[ -]?\d[ -]?\d[ -]?\d[ -]?\d[ -]?\d[ -]?\d[ -]?\d[ -]?\d[ -]?\d",
-    re.I,
 )
 
 
@@ -239,10 +269,13 @@ def find(text: str, *, ignore_case: bool = False) -> list[Finding]:
     ``ignore_case`` also finds credentials in lower-cased text (cue names). When two
     rules claim overlapping text, the more specific one (earlier in ``RULES``) wins.
     """
-    if not text or not _TRIGGER.search(text):
+    if not text:
         return []
+    lowered = text.lower()
     taken: list[Finding] = []
     for rule, pattern in zip(RULES, _compiled(ignore_case), strict=True):
+        if not any(hint in lowered for hint in rule.hints):
+            continue
         for match in pattern.finditer(text):
             group = _value_group(rule, match)
             start, end = match.span(group)
@@ -276,8 +309,9 @@ def redact(text: str, *, ignore_case: bool = False) -> tuple[str, list[Finding]]
 
 
 def scrub(value: str) -> str:
-    """``value`` with credentials redacted (for log lines: one regex pass when clean)."""
-    return redact(value)[0] if _TRIGGER.search(value) else value
+    """``value`` with credentials redacted (for log lines; text holding none of the
+    rules' hints costs one lower-casing and a few substring searches)."""
+    return redact(value)[0]
 
 
 def strip_private(text: str) -> tuple[str, int]:
