@@ -202,6 +202,22 @@ class StorageBackend(ABC):
     def delete_orphan_cues(self) -> int:
         """Delete cues no engram is EncodedBy (and their CoOccurs edges); return count."""
 
+    def erase_deleted(self) -> int:
+        """Drop the cues no engram is EncodedBy (with their CoOccurs edges), then make
+        what deleted engrams and cues held unreadable in this store's files; returns
+        how many cues were dropped.
+
+        The engine calls this after a forget, a purge or a purging correction, before
+        the call returns. An embedded backend rewrites whatever may still hold the
+        deleted bytes: its journal, write-ahead log and the free pages of its database
+        file (the Kùzu backend rebuilds the file; the SQLite backend has
+        ``secure_delete`` on and truncates its WAL). Raises BackendError when it cannot
+        (the memories stay deleted). The default only drops the cues
+        (``delete_orphan_cues``): a server backend's files belong to the server (the
+        README's "Forget erases" section says what Neo4j and FalkorDB keep).
+        """
+        return self.delete_orphan_cues()
+
     @abstractmethod
     def import_records(
         self,

@@ -249,7 +249,14 @@ class Engine:
         self._size = max(0, self._size - 1)
         self.timeline.forget(key)
         self.dirty.set()
+        self.erase()
         return found[0]
+
+    def erase(self) -> None:
+        """Drop the cues that only deleted memories held (with their co-occurrences), then
+        erase what deleted memories left in the store's files, before returning
+        (``StorageBackend.erase_deleted``; the README's "Forget erases" section)."""
+        self.backend.erase_deleted()
 
     def consolidate(self, progress: ProgressArg = False) -> ConsolidationReport:
         """Run consolidation now; ``progress`` as ``smriti.progress`` describes (off by

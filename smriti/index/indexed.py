@@ -30,6 +30,7 @@ persistence; the working set (``smriti.index.working_set``) answers recall's rea
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 import uuid
@@ -127,6 +128,8 @@ class IndexedBackend(StorageBackend):
         self._generation = 0
         self._last_write = time.monotonic()
         self._saver: threading.Thread | None = None
+        #: Held while the snapshot's files are written or removed (``erase_deleted``).
+        self._snapshot_lock = threading.Lock()
         self._preload: _Preload | None = None
 
     def __getattr__(self, attr: str) -> Any:
@@ -266,7 +269,8 @@ class IndexedBackend(StorageBackend):
             generation = self._generation
         began, stamp = time.monotonic(), uuid.uuid4().hex
         try:
-            snapshot.save(ws, self.snapshot_dir, stamp)
+            with self._snapshot_lock:  # not while an erase removes the files
+                snapshot.save(ws, self.snapshot_dir, stamp)
             with self._stamp_lock:
                 if self._generation != generation or self._in_flight:
                     return  # the files miss a write: the stamp stays DIRTY
@@ -490,6 +494,18 @@ class IndexedBackend(StorageBackend):
             deleted = self.inner.delete_orphan_cues()
             self._apply(lambda ws: ws.remove_orphan_cues())
         return deleted
+
+    def erase_deleted(self) -> int:
+        """The snapshot on disk may hold deleted memories: it is removed (the next
+        close, or an idle pause, saves the working set again), then the backend erases
+        and the working set drops the same orphaned cues."""
+        with self._writing():
+            with self._snapshot_lock:
+                if self.snapshot_dir is not None and self.snapshot_dir.exists():
+                    shutil.rmtree(self.snapshot_dir)
+            dropped = self.inner.erase_deleted()
+            self._apply(lambda ws: ws.remove_orphan_cues())
+        return dropped
 
     def import_records(
         self,

@@ -21,6 +21,7 @@ was; a crash leaves the scratch folder, which the next open or erase removes.
 
 from __future__ import annotations
 
+import csv
 import os
 import shutil
 import time
@@ -57,12 +58,15 @@ class EraseMixin(_Self):  # type: ignore[misc,valid-type]
             shutil.rmtree(self.erase_scratch, ignore_errors=True)
             log.warning("kuzu: removed what an interrupted erase left", path=str(self.path))
 
-    def erase_deleted(self) -> None:
-        """Rewrite the store so that no file under it holds a deleted memory's bytes:
-        the journal and WAL are emptied by a checkpoint, and the database file is
-        rebuilt from its live rows (the module docstring says why). Raises BackendError
-        when it cannot; the store is then as it was, and the next erase tries again."""
+    def erase_deleted(self) -> int:
+        """Drop the cues no memory is EncodedBy and rewrite the store so that no file
+        under it holds a deleted memory's or cue's bytes: the journal and WAL are
+        emptied by a checkpoint, and the database file is rebuilt from its live rows
+        (the module docstring says why). Returns how many cues were dropped. Raises
+        BackendError when it cannot; the store is then as it was (the memories stay
+        deleted), and the next erase tries again."""
         began = time.monotonic()
+        self.fold_cooccurrences()  # the pending rows name cues, and are exported too
         with self._exclusive():  # the queued memories are written first
             self._check_room(2 * self.db_size_hint(), "the deleted memories were not erased")
             if not self._checkpoint(force=True):
@@ -71,21 +75,26 @@ class EraseMixin(_Self):  # type: ignore[misc,valid-type]
                     "not yet erased from its files; free disk space and forget again"
                 )
             with self._quiet.exclusive():
-                self._rebuild_file()
+                dropped = self._rebuild_file()
+        self.forget_cues(dropped)
         self._save_manifest()
-        log.info("kuzu: deleted memories erased", path=str(self.path),
+        log.info("kuzu: deleted memories erased", path=str(self.path), cues=len(dropped),
                  seconds=round(time.monotonic() - began, 2), bytes=self.db_size_hint())  # fmt: skip
+        return len(dropped)
 
-    def _rebuild_file(self) -> None:
-        """Export, close, import into a new file, swap it in, reopen (locks held)."""
+    def _rebuild_file(self) -> set[str]:
+        """Export, close, import into a new file, swap it in, reopen (locks held).
+        Returns the ids of the orphaned cues left out."""
         self.clear_erase_scratch()
         scratch = private_dir(self.erase_scratch)
         export, fresh = scratch / "export", scratch / self.path.name
         try:
+            conn = self._conn()
             try:
-                self._conn().execute(f"EXPORT DATABASE '{_quoted(export)}' (format='csv')")
+                conn.execute(f"EXPORT DATABASE '{_quoted(export)}' (format='csv')")
             except RuntimeError as exc:
                 raise BackendError(f"cannot export {self.path} to erase: {exc}") from exc
+            dropped = _export_live_cues(export)
             self._close_for_swap()
             try:
                 _import(self._driver, fresh, export)
@@ -96,6 +105,7 @@ class EraseMixin(_Self):  # type: ignore[misc,valid-type]
                 self._reopen_after_swap()
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+        return dropped
 
     def _lower_manifest_size(self, size: int) -> None:
         """Before the smaller file replaces the old one: lower the manifest's size (it
@@ -128,6 +138,59 @@ class EraseMixin(_Self):  # type: ignore[misc,valid-type]
         )
         self._generation += 1
         self._schema_epoch += 1
+
+
+def _export_live_cues(export: Path) -> set[str]:
+    """Drop from the export the cues no memory is EncodedBy, with their CoOccurs
+    edges; returns their ids.
+
+    The orphans are left out of the new file rather than deleted from the old one, and
+    the export's CSV files are filtered here rather than queried: in a session that had
+    stored a memory and then deleted it, ``MATCH (c:Cue {id: $i}) DELETE c`` on its new
+    cues, and a ``COPY (MATCH (c:Cue) ...) TO`` after the export, crashed Kùzu 0.11.3
+    (SIGSEGV); the export itself was sound."""
+    cues, links = export / "Cue.csv", export / "EncodedBy_Engram_Cue.csv"
+    used = {_fields(r)[1] for r in _records(links.read_text(encoding="utf-8"))}
+    dropped: set[str] = set()
+    kept: list[str] = []
+    for record in _records(cues.read_text(encoding="utf-8")):
+        cue = _fields(record)[0]
+        if cue in used:
+            kept.append(record)
+        else:
+            dropped.add(cue)
+    if not dropped:
+        return dropped
+    _rewrite(cues, kept)
+    edges = export / "CoOccurs_Cue_Cue.csv"
+    _rewrite(edges, [
+        r for r in _records(edges.read_text(encoding="utf-8"))
+        if not dropped.intersection(_fields(r)[:2])
+    ])  # fmt: skip
+    return dropped
+
+
+def _records(text: str) -> list[str]:
+    """The records of a CSV text as written (a quoted field may hold newlines)."""
+    records, start, quoted = [], 0, False
+    for i, char in enumerate(text):
+        if char == '"':
+            quoted = not quoted  # a doubled quote toggles twice
+        elif char == "\n" and not quoted:
+            records.append(text[start:i])
+            start = i + 1
+    if text[start:]:
+        records.append(text[start:])
+    return records
+
+
+def _fields(record: str) -> list[str]:
+    return next(csv.reader([record]))
+
+
+def _rewrite(path: Path, records: list[str]) -> None:
+    """Replace the file's records (each written back exactly as it was)."""
+    path.write_text("".join(r + "\n" for r in records), encoding="utf-8")
 
 
 def _import(driver: Any, target: Path, export: Path) -> None:

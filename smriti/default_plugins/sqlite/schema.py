@@ -145,13 +145,16 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v1, 2: _v2, 3
 
 def connect(path: Path) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit), with foreign keys
-    enforced and every commit synced to disk (``synchronous=FULL``)."""
+    enforced, every commit synced to disk (``synchronous=FULL``) and deleted content
+    overwritten with zeros (``secure_delete``: a forgotten memory's text must not stay
+    in the file's free space; ``erase_deleted`` then truncates the WAL)."""
     conn = sqlite3.connect(
         path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False
     )
     try:
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA synchronous = FULL")
+        conn.execute("PRAGMA secure_delete = ON")
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise not_a_store(path, exc) from exc

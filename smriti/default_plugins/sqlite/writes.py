@@ -250,6 +250,22 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
                 _bump(conn, "engram")
         return deleted
 
+    def erase_deleted(self) -> int:
+        """Drop the orphaned cues, then truncate the WAL. Deleted rows are zeroed in
+        place (every connection has ``secure_delete`` on), but the WAL's frames still
+        hold the pages as they were before: a TRUNCATE checkpoint copies the zeroed
+        pages into the file and empties the WAL. Returns how many cues were dropped."""
+        dropped = self.delete_orphan_cues()
+        what = "the memories were deleted but not yet erased from the store's WAL"
+        with self._write_lock, self._errors(what):
+            busy = self._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        if busy:
+            raise BackendError(
+                f"{what}: another process kept reading {self.path}; forget again once it "
+                "is done (the next forget or checkpoint erases them)"
+            )
+        return dropped
+
     def delete_orphan_cues(self) -> int:
         """Delete cues no engram is EncodedBy; their CoOccurs edges go with them."""
         with self._write("nothing was deleted") as conn:
