@@ -24,6 +24,11 @@ EXIT_USAGE = 2
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
+    from smriti.private import restrict_umask
+
+    # Before any thread exists: what this process and the engines it loads (Kùzu's
+    # files, git's) create is private to its user (smriti.private).
+    restrict_umask()
     parser = build_parser()
     args = parser.parse_args(argv)
     from smriti.errors import ConfigError, InvalidInput, PluginError, SmritiError

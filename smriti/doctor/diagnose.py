@@ -10,6 +10,7 @@ from smriti.config import SECRET_FIELDS, Settings
 from smriti.doctor import component_checks as cc
 from smriti.doctor import probes
 from smriti.doctor.checks import Check, guarded, ok
+from smriti.doctor.privacy import privacy_checks
 from smriti.doctor.settings_view import SettingRow, view
 from smriti.doctor.store import store_checks
 from smriti.plugins import PluginReport, Registry
@@ -39,6 +40,7 @@ def diagnose(environ: Mapping[str, str], overrides: Mapping[str, Any] | None = N
     result = Diagnosis(user, shown.rows, list(shown.checks), _secrets(environ, settings))
     if settings is not None:
         result.checks += guarded("plugins", lambda: _components(settings, environ))
+        result.checks += guarded("privacy", lambda: privacy_checks(settings))
     return result
 
 

@@ -94,7 +94,11 @@ class Engine:
     def open(self) -> Engine:
         """Open the store (restoring from backup first when configured and empty)."""
         from smriti.engine.snapshots import restore_if_empty
+        from smriti.store_dir import prepare_store
 
+        # Before the backend creates anything: an older mixed-case spelling of the
+        # user's directory is adopted, and a store left readable by others is tightened.
+        prepare_store(self.settings.storage_location, self.user)
         self.backend.open()
         self.is_open = True
         restore_if_empty(self)

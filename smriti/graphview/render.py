@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from smriti.errors import InvalidInput
+from smriti.private import make_private
 
 FORMATS = ("html", "svg", "graphml", "json")
 
@@ -47,6 +48,7 @@ def write_picture(
     positions = layout(data)
     scene = build_scene(data, positions, size_by)
     laid_out = time.perf_counter()
+    make_private(path)  # the picture shows the memories: private like the store
     if fmt == "graphml":
         from smriti.graphview.graphml import write_graphml
 

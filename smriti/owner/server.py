@@ -35,6 +35,7 @@ from smriti.errors import BackendError, SmritiError
 from smriti.logs import get_logger
 from smriti.owner import ops, protocol
 from smriti.owner.paths import OwnerPaths
+from smriti.private import open_private, private_dir
 from smriti.progress import Progress
 
 if TYPE_CHECKING:
@@ -183,7 +184,7 @@ class OwnerServer:
         return 0
 
     def _take_lock(self) -> None:
-        self.paths.dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.paths.dir)
         fd = os.open(self.paths.lock, os.O_RDWR | os.O_CREAT, 0o600)
         deadline = time.monotonic() + LOCK_WAIT_SECONDS
         while True:
@@ -236,7 +237,8 @@ class OwnerServer:
             "version": __version__,
         }
         partial = self.paths.info.with_suffix(".json.tmp")
-        partial.write_text(json.dumps(info))
+        with open_private(partial, "w", encoding="utf-8") as out:
+            out.write(json.dumps(info))
         os.replace(partial, self.paths.info)
 
     def _handle_signals(self) -> dict[int, Any]:

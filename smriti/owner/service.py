@@ -213,6 +213,11 @@ def open_service(
     # A file where the store's directory belongs is a ConfigError (one line), not an
     # OSError from deep inside the backend or the owner.
     validation.storage_dirs(settings.storage_location, settings.user_dir())
+    # Before an owner's socket or lock is made in the user's directory: a store under
+    # an older mixed-case spelling of the name is adopted first (smriti.store_dir).
+    from smriti.store_dir import prepare_store
+
+    prepare_store(settings.storage_location, settings.accessing_user)
     if uses_owner(settings):
         from smriti.owner.client import RemoteService
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from smriti.config import SECRET_FIELDS, Settings
 from smriti.owner.paths import OwnerPaths
+from smriti.private import open_private, private_dir
 
 if TYPE_CHECKING:
     from typing import Literal
@@ -57,7 +58,7 @@ MAX_LOG_BYTES = 5_000_000
 @contextmanager
 def start_lock(paths: OwnerPaths) -> Iterator[None]:
     """Hold the store's start lock (blocking until another starter is done)."""
-    paths.dir.mkdir(parents=True, exist_ok=True)
+    private_dir(paths.dir)
     fd = os.open(paths.start_lock, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -110,10 +111,10 @@ def start_owner(
 ) -> tuple[Literal["ready", "error", "died"], dict[str, Any]]:
     """Start an owner and wait for its first line: ready, an error (its payload), or
     nothing because it died first."""
-    paths.dir.mkdir(parents=True, exist_ok=True)
+    private_dir(paths.dir)
     _trim_log(paths)
     read_end, write_end = os.pipe()
-    with open(paths.log, "ab") as log_file:
+    with open_private(paths.log, "ab") as log_file:
         proc = subprocess.Popen(
             [sys.executable, "-m", "smriti", "owner", "run", "--ready-fd", str(write_end)],
             pass_fds=(write_end,),

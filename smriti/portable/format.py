@@ -19,6 +19,7 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 
 from smriti.model import Association, CoOccurrence, Cue, Engram, Link
+from smriti.private import make_private
 from smriti.storage import StorageBackend
 
 if TYPE_CHECKING:
@@ -268,6 +269,7 @@ def open_text(path: Path, mode: str, gzipped: bool = False) -> Iterator[IO[str]]
     """Open for text ``r``/``w``; gzip when ``gzipped`` (writing) or gzip bytes (reading)."""
     if mode == "w":
         gz = gzipped
+        make_private(path)  # an export holds every memory: its owner's eyes only
     else:
         with open(path, "rb") as probe:
             gz = probe.read(2) == b"\x1f\x8b"

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from smriti.errors import BackupError
+from smriti.private import PRIVATE_UMASK
 
 #: ``scheme://userinfo@`` → ``scheme://***@`` (tokens, passwords, user names).
 _USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@")
@@ -75,6 +76,7 @@ class Git:
                 timeout=self.timeout,
                 check=False,
                 stdin=subprocess.DEVNULL,
+                umask=PRIVATE_UMASK,  # the working copy holds memories: private
             )
         except subprocess.TimeoutExpired:
             raise BackupError(

@@ -33,6 +33,7 @@ from smriti.backup import BackupProvider, Fetched, SnapshotConflict, SyncReport
 from smriti.errors import BackupError, ConfigError
 from smriti.logs import get_logger
 from smriti.model import utcnow
+from smriti.private import private_dir
 from smriti_backup_git.git import Git, redact
 
 if TYPE_CHECKING:
@@ -121,7 +122,7 @@ class GitBackup(BackupProvider):
         assert state.commit is not None
         self.git.run(["checkout", "--quiet", "--force", "-B", state.branch, state.commit])
         source = self.repo / self.user
-        target.mkdir(parents=True, exist_ok=True)
+        private_dir(target)
         for item in sorted(source.iterdir()):
             if item.is_file():
                 shutil.copy2(item, target / item.name)
@@ -257,7 +258,7 @@ class GitBackup(BackupProvider):
     # -- local repository --------------------------------------------------------------
     def _ensure_repo(self) -> None:
         if not (self.repo / ".git").is_dir():
-            self.repo.mkdir(parents=True, exist_ok=True)
+            private_dir(self.repo)
             self.git.run(["init", "--quiet"])
         remotes = self.git.run(["remote"]).stdout.split()
         verb = "set-url" if "origin" in remotes else "add"
@@ -275,7 +276,7 @@ class GitBackup(BackupProvider):
     def _stage(self, files: list[Path]) -> list[str]:
         """Mirror the snapshot into ``{user}/`` and stage it; return changed file names."""
         dest = self.repo / self.user
-        dest.mkdir(parents=True, exist_ok=True)
+        private_dir(dest)
         names = {f.name for f in files}
         for old in dest.iterdir():
             if old.is_file() and old.name not in names:

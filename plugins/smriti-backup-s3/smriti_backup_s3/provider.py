@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from smriti.backup import BackupProvider, Fetched, SnapshotConflict, SyncReport
 from smriti.errors import BackupError
 from smriti.logs import get_logger
+from smriti.private import open_private, private_dir
 
 if TYPE_CHECKING:
     from smriti.config import Settings
@@ -104,7 +105,7 @@ class S3Backup(BackupProvider):
                 log.info("s3 backup is empty: nothing to restore", bucket=self.bucket,
                          prefix=self.prefix)  # fmt: skip
             return Fetched(self.location(), etag, False, etag)
-        target.mkdir(parents=True, exist_ok=True)
+        private_dir(target)
         for key in sorted(listing):
             name = key[len(self.prefix) :]
             if not name or "/" in name or name in (".", ".."):
@@ -170,7 +171,7 @@ class S3Backup(BackupProvider):
     def _download(self, key: str, path: Path) -> str:
         """GET ``key`` into ``path`` (streamed); return the ETag of the bytes written."""
         got = self.client.get_object(Bucket=self.bucket, Key=key)
-        with path.open("wb") as out:
+        with open_private(path, "wb") as out:
             for chunk in got["Body"].iter_chunks(CHUNK):
                 out.write(chunk)
         return str(got.get("ETag", "")).strip('"')
