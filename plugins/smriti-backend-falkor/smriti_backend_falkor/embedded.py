@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from smriti.errors import BackendError
 from smriti.logs import get_logger
 from smriti.private import private_dir
-from smriti.private import private_dir
 from smriti_backend_falkor.backend import FalkorBackend
 from smriti_backend_falkor.connection import connect
 
