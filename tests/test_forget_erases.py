@@ -1,0 +1,168 @@
+"""Forget erases (issue 36): after ``forget`` returns, the memory's text is in no file
+under the store, while the server still runs and after it stopped.
+
+The real ``smriti`` console script is driven by the MCP SDK client over stdio on the
+embedded Kùzu store (reached through its owner process, as in production), and through
+the CLI on the SQLite store. Every byte of every file under the store is searched for
+a token that only the forgotten memory held (in its content, its tags and its cues).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.types import CallToolResult
+
+from smriti.testing.owner_load import owner_pid
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the owner needs Unix sockets")
+
+SCRIPT = Path(sys.executable).with_name("smriti")
+SECRET_VARS = ("LLM_API_KEY", "EMBEDDING_API_KEY", "OPENAI_API_KEY", "DB_TYPE")
+USER = "alice"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def token() -> str:
+    """A word no other memory, cue or file holds (mixed case: cues are lower-cased)."""
+    return "Zq" + uuid.uuid4().hex[:12] + "Vx"
+
+
+def files_holding(root: Path, needle: str) -> list[str]:
+    """Every file under ``root`` whose bytes hold ``needle`` in any letter case."""
+    wanted = needle.lower().encode()
+    found = []
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            with contextlib.suppress(FileNotFoundError):  # a scratch file gone meanwhile
+                if wanted in path.read_bytes().lower():
+                    found.append(str(path.relative_to(root)))
+    return found
+
+
+def server_env(storage: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in SECRET_VARS}
+    env.update(
+        STORAGE_LOCATION=str(storage),
+        ACCESSING_USER=USER,
+        HOME=str(storage.parent / "home"),
+        SMRITI_EMBEDDER="lexical",
+        BACKUP_TYPE="none",
+        CONSOLIDATION_INTERVAL="0",
+        LOG_LEVEL="warning",
+        HF_HUB_OFFLINE="1",
+        SMRITI_OWNER_IDLE="30",
+    )
+    env.update(extra)
+    return env
+
+
+@asynccontextmanager
+async def served(storage: Path, **extra: str) -> AsyncIterator[Client]:
+    params = StdioServerParameters(command=str(SCRIPT), env=server_env(storage, **extra))
+    with (storage.parent / "stderr.log").open("a") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+            yield client
+
+
+def ok(result: CallToolResult) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+def stop_owner(storage: Path) -> None:
+    """Stop the store's owner cleanly (SIGTERM) and wait until it has exited."""
+    pid = owner_pid(storage, USER)
+    if pid is None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the owner {pid} did not stop within 60 s")
+
+
+@pytest.fixture
+def storage(tmp_path: Path) -> Any:
+    path = tmp_path / "store"
+    yield path
+    stop_owner(path)
+
+
+FACTS = [f"the garden bed number {i} gets tomatoes and basil this spring" for i in range(12)]
+
+
+@pytest.mark.anyio
+async def test_a_forgotten_memory_is_in_no_file_of_the_kuzu_store(storage: Path) -> None:
+    word = token()
+    async with served(storage) as client:
+        for fact in FACTS:
+            ok(await client.call_tool("smriti_store", {"content": fact}))
+    stop_owner(storage)  # a restart first: a store after a reopen once crashed the erase
+    async with served(storage) as client:
+        secret = ok(await client.call_tool("smriti_store", {
+            "content": f"the locker word is {word} and the garden gate code too",
+            "tags": f"{word.lower()},locker",
+        }))  # fmt: skip
+        ok(await client.call_tool("smriti_recall", {"query": word}))
+        ok(await client.call_tool("smriti_manage", {"action": "stats"}))
+        assert files_holding(storage, word), "the token never reached the store's files"
+        forgotten = ok(await client.call_tool(
+            "smriti_manage", {"action": "forget", "memory_id": secret["id"]}
+        ))  # fmt: skip
+        assert forgotten["forgotten"]["id"] == secret["id"]
+        # the bound is the forget itself: the owner is still running
+        assert owner_pid(storage, USER) is not None
+        assert files_holding(storage, word) == []
+        found = ok(await client.call_tool("smriti_recall", {"query": "garden tomatoes"}))
+        assert found["results"], "the other memories survive the rebuilt store"
+        ok(await client.call_tool("smriti_store", {"content": "a memory after the erase"}))
+    stop_owner(storage)
+    assert files_holding(storage, word) == []
+    async with served(storage) as client:  # the rebuilt store opens with everything
+        stats = ok(await client.call_tool("smriti_manage", {"action": "stats"}))["stats"]
+    assert stats["engrams"] == len(FACTS) + 1
+
+
+def smriti_cli(env: dict[str, str], *args: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [str(SCRIPT), *args, "--json"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_forgotten_memory_is_in_no_file_of_the_sqlite_store(storage: Path) -> None:
+    env = server_env(storage, DB_TYPE="sqlite")
+    word = token()
+    for fact in FACTS[:5]:
+        smriti_cli(env, "store", fact)
+    secret = smriti_cli(env, "store", f"remember {word} for the garden gate", "--tags", word)
+    assert files_holding(storage, word)
+    smriti_cli(env, "forget", secret["id"])
+    assert files_holding(storage, word) == []
+    assert smriti_cli(env, "stats")["engrams"] == 5
