@@ -39,9 +39,11 @@ _LEVELS = {
     "error": logging.ERROR,
 }
 REDACTED = "<redacted>"
-#: Arguments safe to show: MCP method names, tool names, hex ids (sessions, requests).
+#: Arguments safe to show: MCP method names, tool names, hex ids (sessions, requests),
+#: IP addresses and URL schemes (uvicorn's "running on" line).
 _SAFE_TEXT = re.compile(
     r"(?:[0-9a-f]{32}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}|initialize|ping"
+    r"|https?|localhost|\d{1,3}(?:\.\d{1,3}){3}|[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}"
     r"|(?:notifications|tools|resources|prompts|completion|logging|sampling|roots"
     r"|elicitation|tasks|subscriptions)/[A-Za-z_/]{1,40}|smriti_[a-z_]{1,30})"
 )

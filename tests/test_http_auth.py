@@ -24,6 +24,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from mcp.shared.exceptions import MCPError
 
+from smriti.auth.principals import oauth_user
 from smriti.config import Settings
 from smriti.errors import ConfigError
 from smriti.mcp_server.http import plan_http
@@ -394,7 +395,9 @@ async def test_a_valid_jwt_is_its_subjects_memory(oauth_server: OAuthServer) -> 
         stored = await session.call_tool("smriti_store", {"content": "carol flies kites"})
         assert not stored.is_error, stored
         stats = await session.call_tool("smriti_manage", {"action": "stats"})
-        assert stats.structured_content["stats"]["user"] == "carol"
+        # an OAuth subject's memory is namespaced by its issuer (smriti.auth.principals)
+        expected = oauth_user(oauth_server.issuer.url, "carol")
+        assert stats.structured_content["stats"]["user"] == expected
     other = oauth_server.issuer.token(oauth_server.resource, sub="dave")
     async with client(oauth_server.url, other) as session:
         found = await session.call_tool("smriti_recall", {"query": "kites"})

@@ -11,7 +11,6 @@ import socket
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
