@@ -13,6 +13,7 @@ from smriti.doctor.checks import Check, guarded, ok
 from smriti.doctor.privacy import privacy_checks
 from smriti.doctor.settings_view import SettingRow, view
 from smriti.doctor.store import store_checks
+from smriti.doctor.team import team_checks
 from smriti.plugins import PluginReport, Registry
 
 
@@ -41,6 +42,7 @@ def diagnose(environ: Mapping[str, str], overrides: Mapping[str, Any] | None = N
     if settings is not None:
         result.checks += guarded("plugins", lambda: _components(settings, environ))
         result.checks += guarded("privacy", lambda: privacy_checks(settings))
+        result.checks += guarded("team server", lambda: team_checks(settings))
     return result
 
 

@@ -122,6 +122,30 @@ MEANINGS: dict[str, str] = {
     "besides loopback and `SMRITI_PUBLIC_URL`'s; others get 403.",
     "SMRITI_MAX_LOADED_USERS": "Users whose memory an authenticated HTTP server keeps "
     "open; the least recently used idle one is closed for the next.",
+    "SMRITI_PRINCIPALS_FILE": "JSON file mapping OAuth subjects to user names "
+    '(`{"<issuer>": {"<subject>": "<user>"}}`), read again when it changes; an unmapped '
+    "subject's memory is `oauth-<digest>-<subject>`, never an API-key user's.",
+    "SMRITI_USER_SESSIONS": "Open MCP sessions one user may hold on the HTTP server; one "
+    "more closes that user's oldest idle session, or is refused with 429 when all are busy.",
+    "SMRITI_KEY_SESSIONS": "Open MCP sessions one API key (or OAuth subject) may hold, "
+    "within its user's.",
+    "SMRITI_SESSION_IDLE": "Seconds after which an HTTP session with no request in flight "
+    "is closed (its client opens a new one).",
+    "SMRITI_RATE_LIMIT": "Tool calls per minute per user on the HTTP server (a token "
+    "bucket); `auto`: off on a loopback bind, 600 otherwise; `off`: no limit. Over it: "
+    "429 with Retry-After.",
+    "SMRITI_RATE_BURST": "Tool calls a user may make at once before the rate applies.",
+    "SMRITI_HTTP_HEADER_TIMEOUT": "Seconds a connection has to send a request's headers "
+    "(from its first byte, or from connecting); slower ones get 408 and are closed.",
+    "SMRITI_HTTP_BODY_TIMEOUT": "Seconds a request has to send its whole body; slower "
+    "ones get 408 and are closed.",
+    "SMRITI_HTTP_KEEPALIVE": "Seconds an idle kept-alive connection stays open; above a "
+    "proxy's own idle timeout (60 s for nginx and AWS ALB), so the proxy closes first.",
+    "SMRITI_HTTP_MAX_CONNECTIONS": "Open connections the HTTP server accepts; more get 503 "
+    "and are closed (keep `ulimit -n` above it).",
+    "SMRITI_AUDIT_LOG": "The authenticated HTTP server's audit log (JSON lines, mode 0600: "
+    "time, principal, client address, tool, action, memory ids, outcome; never content); "
+    "default `{STORAGE_LOCATION}/.audit.jsonl`; `off`: none.",
 }
 
 OTHER_VARIABLES = """\
