@@ -10,6 +10,7 @@ import getpass
 import math
 import os
 import re
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -17,7 +18,8 @@ from typing import Any
 
 from smriti.errors import ConfigError
 
-USER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+#: A canonical user name (see ``canonical_user``): ASCII, lower case.
+USER_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 SECRET_FIELDS = frozenset(
     {
         "llm_api_key",
@@ -30,19 +32,35 @@ SECRET_FIELDS = frozenset(
 )
 
 
-def validate_user(name: str, variable: str = "ACCESSING_USER") -> str:
-    """Return ``name`` if it is a safe user name, else raise ConfigError.
+def canonical_user(name: str) -> str:
+    """The one spelling of a user name: Unicode NFKC, then case-folded (and NFKC again,
+    as case folding can leave a denormalised string).
 
-    1–64 characters from letters, digits, ``.``, ``_`` and ``-``, starting with a letter
-    or digit: safe as a directory, database or graph name component.
+    ``Bob``, ``bob`` and ``ｂｏｂ`` (full-width) are one person: on a case-insensitive
+    file system their directories are one, and on a case-sensitive one they would be
+    two stores for one person. Every user name is compared and stored in this form.
     """
-    if not isinstance(name, str) or not USER_RE.fullmatch(name) or name.endswith("."):
+    folded = unicodedata.normalize("NFKC", name).casefold()
+    return unicodedata.normalize("NFKC", folded)
+
+
+def validate_user(name: str, variable: str = "ACCESSING_USER") -> str:
+    """Return the canonical form of ``name`` (``canonical_user``) if it is a safe user
+    name, else raise ConfigError.
+
+    After canonicalisation: 1–64 characters from lower-case letters, digits, ``.``,
+    ``_`` and ``-``, starting with a letter or digit: safe as a directory, database or
+    graph name component, and the same for every spelling of one name.
+    """
+    canonical = canonical_user(name) if isinstance(name, str) else None
+    if canonical is None or not USER_RE.fullmatch(canonical) or canonical.endswith("."):
         shown = repr(name)[:40]
         raise ConfigError(
             f"{variable}={shown} is not a valid user name: use 1-64 letters, digits, "
-            "'.', '_' or '-', starting with a letter or digit"
+            "'.', '_' or '-', starting with a letter or digit (upper and lower case are "
+            "the same name)"
         )
-    return name
+    return canonical
 
 
 def _default_user() -> str:
@@ -50,7 +68,7 @@ def _default_user() -> str:
         raw = getpass.getuser()
     except Exception:  # no login name (containers): fall back to a fixed name
         raw = "default"
-    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", raw).strip("._-")[:64]
+    cleaned = re.sub(r"[^a-z0-9._-]", "_", canonical_user(raw)).strip("._-")[:64]
     return cleaned or "default"
 
 

@@ -81,9 +81,31 @@ def test_unsafe_user_names_rejected(name: str) -> None:
         validate_user(name)
 
 
-@pytest.mark.parametrize("name", ["alice", "Bob_2", "a.b-c", "x" * 64])
+@pytest.mark.parametrize("name", ["alice", "bob_2", "a.b-c", "x" * 64])
 def test_safe_user_names_accepted(name: str) -> None:
     assert validate_user(name) == name
+
+
+@pytest.mark.parametrize(
+    ("given", "canonical"),
+    [
+        ("Bob_2", "bob_2"),
+        ("ALICE", "alice"),
+        ("\uff21lice", "alice"),  # a full-width capital A (NFKC)
+        ("\u212aate", "kate"),  # the Kelvin sign, which NFKC makes a K
+        ("\ufb00ion", "ffion"),  # the ff ligature
+    ],
+)
+def test_every_spelling_of_a_name_is_one_canonical_name(given: str, canonical: str) -> None:
+    assert validate_user(given) == canonical
+    assert Settings.from_env({"ACCESSING_USER": given}).accessing_user == canonical
+    assert Settings.from_env({}, accessing_user=given).user_dir().name == canonical
+
+
+@pytest.mark.parametrize("name", ["\u0130stanbul", "caf\u00e9", "\u03a9mega"])
+def test_names_that_stay_non_ascii_are_refused(name: str) -> None:
+    with pytest.raises(ConfigError, match="upper and lower case are the same name"):
+        validate_user(name)
 
 
 def test_secrets_never_in_repr_or_public_view() -> None:

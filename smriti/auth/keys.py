@@ -27,8 +27,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from smriti.config import validate_user
+from smriti.config import canonical_user, validate_user
 from smriti.errors import ConfigError, InvalidInput, NotFound
+from smriti.private import private_dir
 
 if TYPE_CHECKING:
     from smriti.config import Settings
@@ -191,7 +192,7 @@ class KeyStore:
     @contextmanager
     def _changing(self) -> Iterator[dict[str, ApiKey]]:
         """The keys to change in place, written back atomically at the end."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         lock_path = self.path.with_name(self.path.name + ".lock")
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
@@ -242,7 +243,7 @@ def _to_json(key: ApiKey) -> dict[str, Any]:
 def _from_json(raw: dict[str, Any]) -> ApiKey:
     return ApiKey(
         id=str(raw["id"]),
-        user=str(raw["user"]),
+        user=canonical_user(str(raw["user"])),  # a key made before names were case-folded
         scopes=tuple(str(s) for s in raw["scopes"] if s in KEY_SCOPES),
         created_at=str(raw["created_at"]),
         digest=str(raw["digest"]),

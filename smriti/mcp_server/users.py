@@ -30,6 +30,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver.exceptions import ToolError
 
 from smriti.auth.verifier import PRINCIPAL_CLAIM, ScopeNames
+from smriti.config import canonical_user
 from smriti.logs import get_logger
 
 if TYPE_CHECKING:
@@ -160,7 +161,8 @@ class UserMemories:
                 f"insufficient_scope: this call needs the {wanted!r} scope, and the token "
                 f"grants {' '.join(token.scopes) or 'none'}"
             )
-        entry = await self._acquire(token.subject)
+        # One person, one store: every spelling of a name is the canonical one.
+        entry = await self._acquire(canonical_user(token.subject))
         try:
             assert entry.service is not None
             yield entry.service
