@@ -78,6 +78,9 @@ class ImportScreen:
         self.dropped_cues: set[str] = set()
         #: What was removed, by kind (``secrets.summary`` of it goes to the log).
         self.kinds: list[str] = []
+        #: The secrets found in engrams, lower-cased: a cue name cut from one (a
+        #: password, found only by its URL or ``password:`` context) goes too.
+        self.spans: set[str] = set()
 
     def engram(self, e: Engram) -> Engram | None:
         """``e`` with its secrets handled; None when only private text was in it."""
@@ -85,6 +88,9 @@ class ImportScreen:
             self.kinds.append(secrets.PRIVATE)
             return None
         done = secrets.screen(self.mode, e.content, e.tags, e.source)
+        if self.mode != "allow":
+            for text in (e.content, e.summary, e.source, *e.tags):
+                self.spans.update(text[f.start : f.end].lower() for f in secrets.find(text))
         summary, hid = secrets.strip_private(e.summary)
         kinds = [*done.kinds, *[secrets.PRIVATE] * hid]
         if self.mode != "allow":
@@ -101,9 +107,17 @@ class ImportScreen:
         return out
 
     def keeps_cue(self, cue: Cue) -> bool:
-        """False (and the cue is remembered as dropped) when its name holds a secret."""
-        if self.mode == "allow" or not secrets.find(cue.name, ignore_case=True):
+        """False (and the cue is remembered as dropped) when its name holds a secret or
+        is cut from one the file's memories held."""
+        if self.mode == "allow" or not self._secret_name(cue.name):
             return True
         self.dropped_cues.add(cue.id)
         self.kinds.append("cue")
         return False
+
+    def _secret_name(self, name: str) -> bool:
+        if secrets.find(name, ignore_case=True):
+            return True
+        # A fragment long or odd enough not to be a word that happens to occur in one.
+        fragment = len(name) >= 8 or any(c.isdigit() for c in name)
+        return fragment and len(name) >= 4 and any(name in span for span in self.spans)
