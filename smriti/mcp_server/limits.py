@@ -88,9 +88,10 @@ class SessionLimits:
         ``opened`` or ``abandoned`` is called."""
         self._expire()
         decision = Admission()
+        # the credential first: what it gives up counts for its user too
         for name, cap, of in (
-            (f"user {user}", self.per_user, lambda s: s.user == user),
             (f"credential {credential}", self.per_credential, lambda s: s.credential == credential),
+            (f"user {user}", self.per_user, lambda s: s.user == user),
         ):
             held = [s for s in self.sessions.values() if of(s) and s not in decision.evict]
             pending = self.opening.get(name, 0)
@@ -165,16 +166,17 @@ class RateLimiter:
 
     def take(self, key: str, calls: int) -> int:
         """Take ``calls`` tokens for ``key``: 0 when allowed, else the whole seconds to
-        wait before that many are there (nothing is taken then)."""
+        wait before that many are there (nothing is taken then). A batch larger than
+        the burst goes through on a full bucket and leaves it in debt."""
         now = self.clock()
         tokens, then = self.buckets.get(key, (self.burst, now))
         tokens = min(self.burst, tokens + (now - then) * self.rate)
-        if calls <= tokens:
+        needed = min(float(calls), self.burst)
+        if needed <= tokens:
             self.buckets[key] = (tokens - calls, now)
             return 0
         self.buckets[key] = (tokens, now)
-        missing = min(float(calls), self.burst) - tokens
-        return max(1, math.ceil(missing / self.rate))
+        return max(1, math.ceil((needed - tokens) / self.rate))
 
 
 #: ``SMRITI_RATE_LIMIT=auto`` on a non-loopback bind: ten calls a second on average,
