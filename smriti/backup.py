@@ -10,6 +10,7 @@ provider that cannot write conditionally keeps the defaults below (last writer w
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -111,6 +112,26 @@ class BackupProvider(ABC):
         the remote snapshot's new version. The default calls ``push`` unconditionally.
         """
         return self.push(snapshot)
+
+    def purge(self, memory_ids: Sequence[str]) -> dict[str, Any]:
+        """Remove the memories ``memory_ids`` from every snapshot the remote keeps.
+
+        Called by ``smriti purge`` (``smriti.engine.purge``) right after a sync pushed a
+        snapshot without them, so only older snapshots still hold them: a provider
+        rewrites each one with ``smriti.portable.scrub.scrub`` (the git provider
+        rewrites this user's file in every commit of the branch and force-pushes with a
+        lease; the S3 provider replaces the object and deletes its older versions).
+        Other users' files on a shared remote are left as they are. Returns a
+        JSON-ready summary including a ``warning`` about copies it cannot reach (other
+        clones, a server's unreachable objects). Raises BackupError when the remote
+        cannot be rewritten. The default raises BackupError: this provider keeps no
+        history it knows how to rewrite.
+        """
+        raise BackupError(
+            f"the {self.name} backup provider cannot remove memories from the snapshots it "
+            f"keeps at {self.location()}; the current snapshot no longer holds them, but "
+            "remove older copies by hand"
+        )
 
     def close(self) -> None:  # noqa: B027 - optional hook for subclasses
         """Release clients."""

@@ -256,6 +256,20 @@ class Engine:
         self.erase()
         return found[0]
 
+    def forgotten_locally(self, keys: Sequence[str]) -> None:
+        """Bookkeeping after memories were deleted: size, timeline, dirty flag."""
+        self._size = max(0, self._size - len(keys))
+        for key in keys:
+            self.timeline.forget(key)
+        self.dirty.set()
+
+    def purge(self, memory_id: object) -> dict[str, Any]:
+        """Forget a memory, erase it here and remove it from the backup's history
+        (``smriti.engine.purge``); also for a memory already forgotten here."""
+        from smriti.engine.purge import purge
+
+        return purge(self, memory_id)
+
     def erase(self) -> None:
         """Drop the cues that only deleted memories held (with their co-occurrences), then
         erase what deleted memories left in the store's files, before returning

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -314,6 +315,13 @@ class EngineBackupTests:
         raise NotImplementedError("override the remote_snapshot fixture")
 
     @pytest.fixture
+    def remote_history(self) -> Any:
+        """An object with ``texts() -> list[bytes]``: every copy of alice's files the
+        remote keeps (every object of a git remote, every version of an S3 object), for
+        the purge test; a provider without ``purge`` leaves it and the test skips."""
+        pytest.skip("override the remote_history fixture to check BackupProvider.purge")
+
+    @pytest.fixture
     def storage_plugin(self) -> Any:
         """The storage plugin module (default: Kùzu, skipped when not installed)."""
         return pytest.importorskip("smriti_backend_kuzu.plugin")
@@ -381,6 +389,34 @@ class EngineBackupTests:
             assert engine.sync().pushed == []
             engine.store("one more memory about sailing")
             assert engine.sync().pushed, "a changed store was not pushed"
+
+    def test_purge_removes_a_memory_from_every_snapshot_the_remote_keeps(
+        self,
+        make_engine: Callable[..., Any],
+        backup_overrides: dict[str, Any],
+        remote_history: Any,
+        remote_snapshot: Any,
+    ) -> None:
+        token = "Zq" + uuid.uuid4().hex[:10] + "Vx"
+        with make_engine(backup_overrides) as engine:
+            for text in memory_texts(8):
+                engine.store(text)
+            engine.sync()
+            secret = engine.store(f"the vault word is {token}", tags=token.lower()).engram.id
+            engine.sync()
+            engine.store("a memory stored after the secret one, about kayaks")
+            engine.sync()
+            held = [t for t in remote_history.texts() if token.lower().encode() in t.lower()]
+            assert len(held) >= 2, "the test meant two snapshots holding the token"
+            done = engine.purge(secret)
+            assert done["backup_purge"]["warning"]
+            assert engine.backend.count_engrams() == 9
+        assert [t for t in remote_history.texts() if token.lower().encode() in t.lower()] == []
+        current = remote_snapshot.read()
+        assert current is not None and b"kayaks" in current, "the purge lost other memories"
+        with make_engine(backup_overrides) as again:  # still a valid, mergeable snapshot
+            assert again.sync() is not None
+            assert again.backend.count_engrams() == 9
 
     def test_unreachable_remote_keeps_the_engine_serving(
         self,

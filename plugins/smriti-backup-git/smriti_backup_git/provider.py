@@ -19,21 +19,25 @@ ls-remote --symref``). An empty remote gets ``init.defaultBranch`` (or ``main``)
 
 Pushes are never forced: the snapshot is committed on the commit that was fetched, and
 a rejected push while the branch moved raises SnapshotConflict, so the engine merges
-the other machine's snapshot before it tries again.
+the other machine's snapshot before it tries again. The one exception is ``smriti purge``
+(``purge``): it rewrites this user's file in every commit and force-pushes with a lease
+on the commit it rewrote (``history``).
 """
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from smriti.backup import BackupProvider, Fetched, SnapshotConflict, SyncReport
 from smriti.errors import BackupError, ConfigError
 from smriti.logs import get_logger
 from smriti.model import utcnow
 from smriti.private import private_dir
+from smriti_backup_git import history
 from smriti_backup_git.git import Git, redact
 
 if TYPE_CHECKING:
@@ -186,6 +190,51 @@ class GitBackup(BackupProvider):
             message=f"pushed commit {head} to {self.shown_remote} ({branch})",
             version=self._blob("HEAD"),
         )
+
+    def purge(self, memory_ids: Sequence[str]) -> dict[str, Any]:
+        """Rewrite this user's snapshot in every commit of the branch without the
+        memories (``history.rewrite``), force-push the new history with a lease on the
+        commit that was rewritten, and drop the old commits from the local repository.
+
+        The remote keeps the old commits as unreachable objects until it collects its
+        garbage (a hosted service may need its support to purge them), and every other
+        clone keeps its own copy: the answer's ``warning`` says so."""
+        state = self._remote_state()
+        warning = (
+            f"other clones of {self.shown_remote} keep the old history until they are "
+            "deleted and cloned again, and the remote keeps the old commits as unreachable "
+            "objects until its garbage collection (a hosted service may need a support "
+            "request)"
+        )
+        if state.commit is None:
+            return {"commits_rewritten": 0, "message": "the remote holds no history",
+                    "warning": warning}  # fmt: skip
+        done = history.rewrite(self.git, state.commit, f"{self.user}/{SNAPSHOT}", memory_ids)
+        if done.tip != state.commit:
+            self._force_push(state.branch, state.commit, done.tip)
+        self.git.run(["checkout", "--quiet", "--force", "-B", state.branch, done.tip])
+        self.git.run(["update-ref", f"refs/remotes/origin/{state.branch}", done.tip])
+        history.forget_old_objects(self.git)
+        log.warning("git backup history rewritten to purge memories", remote=self.shown_remote,
+                    branch=state.branch, commits=done.commits, snapshots=done.scrubbed)  # fmt: skip
+        return {
+            "commits_rewritten": done.commits,
+            "snapshots_scrubbed": done.scrubbed,
+            "message": f"rewrote {done.commits} commits of {state.branch} on {self.shown_remote}",
+            "warning": warning,
+        }
+
+    def _force_push(self, branch: str, old: str, new: str) -> None:
+        """Replace the remote branch by ``new`` only if it still points at ``old``."""
+        lease = f"--force-with-lease=refs/heads/{branch}:{old}"
+        result = self.git.run(["push", "--quiet", lease, "origin", f"{new}:refs/heads/{branch}"],
+                              check=False)  # fmt: skip
+        if result.code != 0:
+            raise BackupError(
+                f"the purged history was not pushed to {self.shown_remote} ({branch}): "
+                f"{self.git.describe(result)}. Another machine may have pushed meanwhile: "
+                "run `smriti purge` again (the memory stays forgotten here)"
+            )
 
     # -- remote ------------------------------------------------------------------------
     def _ls_remote(self) -> tuple[dict[str, str], str | None]:

@@ -69,6 +69,29 @@ class RemoteFile:
         git("push", "--quiet", "origin", f"HEAD:{self.branch}", cwd=self.work)
 
 
+class GitObjects:
+    """Every object a purge must have cleaned: those reachable in the bare remote (``git
+    rev-list --all --objects``) and every object of the local working copy, reachable
+    or not (``--batch-all-objects``, after the purge's gc)."""
+
+    def __init__(self, remote: Path, local: Path) -> None:
+        self.remote, self.local = remote, local
+
+    def texts(self) -> list[bytes]:
+        listed = git("rev-list", "--all", "--objects", cwd=self.remote).split("\n")
+        out = [self._cat(self.remote, line.split(" ")[0]) for line in listed if line]
+        if (self.local / ".git").is_dir():
+            every = git("cat-file", "--batch-all-objects", "--batch-check=%(objectname)",
+                        cwd=self.local).split()  # fmt: skip
+            out += [self._cat(self.local, sha) for sha in every]
+        return out
+
+    @staticmethod
+    def _cat(repo: Path, sha: str) -> bytes:
+        done = subprocess.run(["git", "cat-file", "-p", sha], cwd=repo, capture_output=True)
+        return done.stdout
+
+
 @pytest.fixture
 def remote(tmp_path: Path) -> Path:
     return bare_repo(tmp_path / "remote.git")
@@ -110,6 +133,10 @@ class TestGitThroughTheEngine(EngineBackupTests):
     @pytest.fixture
     def remote_snapshot(self, remote: Path, tmp_path: Path) -> Any:
         return RemoteFile(remote, tmp_path / "hand-edit", f"alice/{SNAPSHOT}")
+
+    @pytest.fixture
+    def remote_history(self, remote: Path, tmp_path: Path) -> Any:
+        return GitObjects(remote, tmp_path / "home" / "alice" / "backup-git")
 
     def test_a_restore_missed_at_startup_is_merged_before_the_next_push(
         self, make_engine: Any, backup_overrides: dict[str, Any], remote: Path, tmp_path: Path

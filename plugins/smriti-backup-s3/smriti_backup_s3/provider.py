@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -175,6 +176,63 @@ class S3Backup(BackupProvider):
             for chunk in got["Body"].iter_chunks(CHUNK):
                 out.write(chunk)
         return str(got.get("ETag", "")).strip('"')
+
+    def purge(self, memory_ids: Sequence[str]) -> dict[str, Any]:
+        """Scrub the memories out of the current snapshot object (replaced when it
+        still held them), then delete every older version and delete marker under the
+        user's prefix: in a versioned bucket each older version is an earlier snapshot,
+        and S3 cannot rewrite one, only delete it. Other users' prefixes are untouched."""
+        key = self.prefix + SNAPSHOT
+        replaced = self._call(f"scrub {key}", self._scrub_current, key, list(memory_ids))
+        deleted = self._call("delete the older versions", self._delete_old_versions)
+        log.warning("s3 backup purged of memories", bucket=self.bucket, prefix=self.prefix,
+                    replaced=replaced, versions_deleted=deleted)  # fmt: skip
+        return {
+            "replaced": replaced,
+            "versions_deleted": deleted,
+            "message": f"s3://{self.bucket}/{self.prefix}: {deleted} older version(s) deleted",
+            "warning": "copies made outside this bucket (replicas, downloads, other "
+            "backups of it) are not erased",
+        }
+
+    def _scrub_current(self, key: str, ids: list[str]) -> bool:
+        """Replace the current snapshot by its scrubbed text when it holds ``ids``."""
+        from smriti.portable.scrub import scrub
+
+        try:
+            got = self.client.get_object(Bucket=self.bucket, Key=key)
+        except Exception as exc:
+            if _code(exc) in MISSING_CODES:
+                return False
+            raise
+        cleaned = scrub(got["Body"].read().decode("utf-8"), ids)
+        if cleaned is None:
+            return False
+        body = cleaned.encode("utf-8")
+        md5 = hashlib.md5(body, usedforsecurity=False).hexdigest()
+        self.client.put_object(Bucket=self.bucket, Key=key, Body=body, Metadata={MD5_META: md5})
+        return True
+
+    def _delete_old_versions(self) -> int:
+        """Delete every non-current version and delete marker under the prefix."""
+        paginator = self.client.get_paginator("list_object_versions")
+        doomed: list[dict[str, str]] = []
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix):
+            old = [v for v in page.get("Versions", []) if not v.get("IsLatest")]
+            # every delete marker too: the versions under it are gone with the rest
+            for entry in [*old, *page.get("DeleteMarkers", [])]:
+                doomed.append({"Key": entry["Key"], "VersionId": entry["VersionId"]})
+        for start in range(0, len(doomed), 1000):  # DeleteObjects takes 1,000 at most
+            batch = doomed[start : start + 1000]
+            done = self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": batch})
+            if done.get("Errors"):
+                first = done["Errors"][0]
+                raise BackupError(
+                    f"cannot delete {first.get('Key')} version {first.get('VersionId')} in "
+                    f"s3://{self.bucket}: {first.get('Code')} {first.get('Message')}; the "
+                    "credentials need s3:DeleteObjectVersion"
+                )
+        return len(doomed)
 
     def close(self) -> None:
         """Drop the client (boto3 clients hold a connection pool)."""

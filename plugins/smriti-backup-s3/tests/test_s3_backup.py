@@ -129,6 +129,25 @@ def s3_url_iam(s3_url: str) -> Any:
     return create
 
 
+class ObjectVersions:
+    """Every stored version of the objects under a prefix (a versioned bucket)."""
+
+    def __init__(self, s3: Any, bucket: str, prefix: str) -> None:
+        self.s3, self.bucket, self.prefix = s3, bucket, prefix
+
+    def texts(self) -> list[bytes]:
+        pages = self.s3.get_paginator("list_object_versions").paginate(
+            Bucket=self.bucket, Prefix=self.prefix
+        )
+        versions = [v for page in pages for v in page.get("Versions", [])]
+        return [
+            bytes(self.s3.get_object(
+                Bucket=self.bucket, Key=v["Key"], VersionId=v["VersionId"]
+            )["Body"].read())
+            for v in versions
+        ]  # fmt: skip
+
+
 class RemoteObject:
     """Reads or replaces one object of the bucket, as a person with an S3 client would."""
 
@@ -188,6 +207,13 @@ class TestS3ThroughTheEngine(EngineBackupTests):
     @pytest.fixture
     def remote_snapshot(self, s3: Any, bucket: str) -> Any:
         return RemoteObject(s3, bucket, f"alice/{SNAPSHOT}")
+
+    @pytest.fixture
+    def remote_history(self, s3: Any, bucket: str) -> Any:
+        """Every version of every object under alice/, in a bucket with versioning on."""
+        s3.create_bucket(Bucket=bucket)
+        s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+        return ObjectVersions(s3, bucket, "alice/")
 
     def test_rejected_credentials_keep_the_engine_serving(
         self,
