@@ -60,6 +60,7 @@ from smriti_backend_falkor.search import (
     neighbourhood_statement,
     read_neighbourhood,
 )
+from smriti_backend_falkor.spelling import refuse_other_spellings
 
 if TYPE_CHECKING:
     from smriti.config import Settings
@@ -140,6 +141,7 @@ class FalkorBackend(StorageBackend):
             self._client = self._connect()
             self._graph = self._client.select_graph(self.graph_name)
         try:
+            refuse_other_spellings(self, self._client)
             self._indexes = IndexState(self._run, self._run_schema)
             self._indexes.ensure_base()
             self._migrate()
