@@ -166,3 +166,76 @@ def test_a_forgotten_memory_is_in_no_file_of_the_sqlite_store(storage: Path) -> 
     smriti_cli(env, "forget", secret["id"])
     assert files_holding(storage, word) == []
     assert smriti_cli(env, "stats")["engrams"] == 5
+
+
+def test_correct_with_purge_erases_the_old_version(storage: Path) -> None:
+    env = server_env(storage)
+    word = token()
+    for fact in FACTS[:3]:
+        smriti_cli(env, "store", fact)
+    old = smriti_cli(env, "store", f"the wifi password hint is {word}")
+    assert files_holding(storage, word)
+    fixed = smriti_cli(env, "correct", old["id"], "the wifi hint is on the fridge", "--purge")
+    assert fixed["purged"] == [old["id"]]
+    assert files_holding(storage, word) == []
+    history = smriti_cli(env, "history", fixed["new_id"])
+    assert [v["id"] for v in history["versions"]] == [fixed["new_id"]]
+    assert smriti_cli(env, "get", fixed["new_id"])["memory"]["supersedes"] == old["id"]
+
+
+def git(*args: str, cwd: Path) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def objects_holding(repo: Path, word: str, every: bool) -> list[str]:
+    """Objects of ``repo`` holding ``word``: reachable ones (``rev-list --all
+    --objects``), or with ``every`` all of them, unreachable ones included."""
+    if every:
+        listed = git("cat-file", "--batch-all-objects", "--batch-check=%(objectname)", cwd=repo)
+    else:
+        listed = git("rev-list", "--all", "--objects", cwd=repo)
+    shas = [line.split(" ")[0] for line in listed.splitlines() if line.strip()]
+    needle = word.lower().encode()
+    held = []
+    for sha in shas:
+        body = subprocess.run(["git", "cat-file", "-p", sha], cwd=repo, capture_output=True)
+        if needle in body.stdout.lower():
+            held.append(sha)
+    return held
+
+
+def test_smriti_purge_removes_a_memory_from_the_git_backup_history(
+    storage: Path, tmp_path: Path
+) -> None:
+    remote = tmp_path / "remote.git"
+    subprocess.run(
+        ["git", "init", "--quiet", "--bare", "--initial-branch=main", str(remote)], check=True
+    )
+    env = server_env(storage, BACKUP_TYPE="git", GIT_BASE_URL=str(remote), BACKUP_SYNC_INTERVAL="0")
+    word = token()
+    smriti_cli(env, "store", FACTS[0])
+    smriti_cli(env, "sync")
+    secret = smriti_cli(env, "store", f"the alarm code is {word}", "--tags", word)
+    smriti_cli(env, "sync")
+    smriti_cli(env, "store", FACTS[1])
+    smriti_cli(env, "sync")
+    assert objects_holding(remote, word, every=False), "the token never reached the remote"
+    done = subprocess.run(
+        [str(SCRIPT), "purge", secret["id"], "--json"],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    purged = json.loads(done.stdout)
+    assert purged["backup_purge"]["commits_rewritten"] >= 2
+    assert "other clones" in done.stderr
+    assert objects_holding(remote, word, every=False) == []
+    local = storage / USER / "backup-git"
+    assert objects_holding(local, word, every=True) == []
+    assert files_holding(storage, word) == []
+    assert (
+        FACTS[1].encode()
+        in subprocess.run(
+            ["git", "show", f"main:{USER}/memory.jsonl"], cwd=remote, capture_output=True
+        ).stdout
+    )

@@ -126,7 +126,10 @@ def correct(args: argparse.Namespace) -> int:
     """Replace the memory with ID by a corrected version ('-' reads it from stdin)."""
     content = sys.stdin.read() if args.content == "-" else args.content
     with open_memory(args, "correct") as memory:
-        data = memory.correct(args.memory_id, content, importance=args.importance, tags=args.tags)
+        data = memory.correct(
+            args.memory_id, content, importance=args.importance, tags=args.tags,
+            purge=args.purge,
+        )  # fmt: skip
         _push_backup(memory)
     output.emit(data, args.json, output.format_corrected)
     return 0
@@ -168,6 +171,25 @@ def forget(args: argparse.Namespace) -> int:
         _push_backup(memory)
     output.emit(data, args.json, lambda d: f"forgot {d['id']}: {output.snippet(d['summary'])}")
     return 0
+
+
+def purge(args: argparse.Namespace) -> int:
+    """Forget the memory with ID, erase it from the store's files and from every
+    snapshot the backup keeps; the warning about other copies goes to stderr."""
+    with open_memory(args, "purge") as memory:
+        data = memory.purge(args.memory_id)
+    print(f"warning: {data['warning']}", file=sys.stderr)
+    backup = data.get("backup_purge", {})
+    if backup.get("warning"):
+        print(f"warning: {backup['warning']}", file=sys.stderr)
+    output.emit(data, args.json, _format_purged)
+    return 0
+
+
+def _format_purged(data: dict) -> str:
+    backup = data.get("backup_purge")
+    where = f"; backup: {backup['message']}" if backup else " (no backup configured)"
+    return f"purged {data['id']}: erased from the store{where}"
 
 
 def consolidate(args: argparse.Namespace) -> int:

@@ -210,6 +210,11 @@ def _add_versions(sub: argparse._SubParsersAction, common: argparse.ArgumentPars
     p.add_argument("content", metavar="CONTENT", help="the corrected text; '-' reads stdin")
     p.add_argument("--importance", type=_importance, default=None, help="0.0-1.0 (default: kept)")
     p.add_argument("--tags", default=None, help="comma-separated tags (default: kept)")
+    p.add_argument(
+        "--purge",
+        action="store_true",
+        help="forget and erase the earlier versions instead of keeping them as history",
+    )
     _json_flag(p)
     p.set_defaults(handler=commands.correct)
 
@@ -260,6 +265,19 @@ def _add_simple(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
     p.add_argument("memory_id", metavar="ID")
     _json_flag(p)
     p.set_defaults(handler=commands.forget)
+    p = sub.add_parser(
+        "purge",
+        parents=[common],
+        help="forget a memory and erase it from the store and the backup's history",
+        description="Forget the memory with ID (or take one already forgotten), erase it "
+        "from the store's files, push a backup without it and remove it from every "
+        "snapshot the backup keeps: the git backup's history is rewritten and "
+        "force-pushed, older S3 object versions are deleted. Other clones of the remote "
+        "keep their copies.",
+    )
+    p.add_argument("memory_id", metavar="ID")
+    _json_flag(p)
+    p.set_defaults(handler=commands.purge)
     simple = {
         "consolidate": (
             "decay, prune, cluster and index now",

@@ -209,10 +209,25 @@ class Engine:
         importance: object = None,
         tags: object = None,
         new_memory_id: object = None,
+        origin: object = None,
+        principal: object = None,
+        purge: object = False,
     ) -> dict[str, Any]:
         """A new version of ``memory_id`` with ``content``; the old one is kept, marked
-        superseded (``smriti.engine.versions``)."""
-        return versions.correct(self, memory_id, content, importance, tags, new_memory_id)
+        superseded (``smriti.engine.versions``). ``origin`` None keeps the old version's;
+        ``principal`` is the authenticated caller making the correction, if any. With
+        ``purge``, every earlier version is forgotten and erased instead of kept
+        (``smriti.engine.purge``); the answer's ``purged`` lists their ids."""
+        from smriti.engine.purge import purge_versions
+
+        purging = validation.flag(purge, "purge")
+        result = versions.correct(
+            self, memory_id, content, importance, tags, new_memory_id,
+            origin=origin, principal=principal,
+        )  # fmt: skip
+        if purging:
+            result["purged"] = purge_versions(self, result["new_id"])
+        return result
 
     def history(self, memory_id: object) -> dict[str, Any]:
         """The versions of a memory, oldest first."""

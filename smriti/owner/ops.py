@@ -36,6 +36,7 @@ REPEATABLE = frozenset(
         "hash",
         "store",
         "forget",
+        "purge",
         "status",
         "graph",
         "clusters",
@@ -137,7 +138,14 @@ def _correct(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> 
             importance=args.get("importance"),
             tags=args.get("tags"),
             new_memory_id=new_id,
+            origin=args.get("origin"),
+            principal=args.get("principal"),
+            purge=args.get("purge", False),
         )
+
+
+def _purge(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+    return engine.purge(args.get("memory_id"))
 
 
 def _history(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
@@ -255,6 +263,7 @@ OPS: dict[str, Op] = {
     "store": _store,
     "recall": _recall,
     "forget": _forget,
+    "purge": _purge,
     "get": _get,
     "correct": _correct,
     "history": _history,

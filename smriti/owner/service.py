@@ -106,9 +106,14 @@ class Service:
         importance: object = None,
         tags: object = None,
         new_id: str | None = None,
+        origin: object = None,
+        principal: object = None,
+        purge: bool = False,
     ) -> dict[str, Any]:
         """Replace a memory by a corrected version that supersedes it (the old one is
         kept, marked superseded): ``new_id``, ``superseded`` and the new ``memory``.
+        With ``purge`` the earlier versions are forgotten and erased instead
+        (``purged``: their ids).
 
         ``importance`` and ``tags`` of None keep the old version's. ``new_id`` is the new
         version's id, chosen here when not given so that a request sent again after an
@@ -123,6 +128,12 @@ class Service:
             "tags": tags,
             "new_id": new_id or fresh_id(),
         }
+        if origin is not None:
+            args["origin"] = origin
+        if principal is not None:
+            args["principal"] = principal
+        if purge:
+            args["purge"] = True
         return self.call("correct", args)
 
     def history(self, memory_id: object) -> dict[str, Any]:
@@ -143,6 +154,12 @@ class Service:
     def forget(self, memory_id: object) -> dict[str, Any]:
         """Delete a memory; the forgotten memory's id, summary, type and creation time."""
         return self.call("forget", {"memory_id": memory_id})
+
+    def purge(self, memory_id: object) -> dict[str, Any]:
+        """Forget a memory (or take one already forgotten), erase it from the store's
+        files and remove it from every snapshot the backup keeps (``smriti.engine.purge``):
+        ``id``, ``erased``, ``backup``, ``backup_purge`` and a ``warning``."""
+        return self.call("purge", {"memory_id": memory_id})
 
     def consolidate(self, progress: ProgressArg = None) -> dict[str, Any]:
         """Run consolidation now; its report. ``progress``: a line on a terminal by
