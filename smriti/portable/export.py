@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from itertools import chain
@@ -55,7 +56,11 @@ def export_store(
     """Stream the user's whole graph into ``path`` (see the module docstring).
 
     ``source`` is an opened Engine or StorageBackend. The file is written under a
-    temporary name and renamed into place, so ``path`` is never half-written.
+    temporary name and renamed into place, so ``path`` is never half-written. The
+    header counts the records written, kind by kind, like the trailer: the records go
+    to a second temporary file first (the store may change while it is read: stores
+    from other processes, associations made in the background), and the header is
+    written in front of them once they are counted; the export needs room for both.
     ``progress``: None shows a progress line only when stderr is a terminal.
     ``vectors``: ``base64`` (default) or ``list`` (plain JSON numbers).
     """
@@ -65,9 +70,13 @@ def export_store(
     backend, embedder = source_of(source)
     target = Path(path)
     partial = target.with_name(target.name + ".partial")
+    records = target.with_name(target.name + ".records.partial")
+    # Counted before anything is read (the progress total): counting writes the
+    # memories a backend still queues (Kùzu's write-behind) and folds co-occurrences.
+    counts = backend.counts()
     engrams = backend.iter_engrams()
     first = next(engrams, None)
-    header = _header(backend, embedder, first)
+    header = _header(backend, embedder, first, counts)
     report = ExportReport(
         str(target),
         backend.user,
@@ -77,10 +86,9 @@ def export_store(
     )
     try:
         with (
-            open_text(partial, "w", gzipped=target.suffix == ".gz") as out,
+            open_text(records, "w") as out,
             progress_bar(progress, "export", sum(header["counts"].values())) as bar,
         ):
-            out.write(dumps(header))
             body = _DigestingWriter(out)
             report.tombstones = _write_tombstones(backend, body)
             stream = chain([first], engrams) if first is not None else iter(())
@@ -90,9 +98,17 @@ def export_store(
                 trailer["tombstones"] = report.tombstones
             body.write(dumps(trailer))
             report.body_digest = body.digest.hexdigest()
+        header["counts"] = dict(report.counts)  # what the file holds, as the trailer says
+        with (
+            open_text(partial, "w", gzipped=target.suffix == ".gz") as out,
+            open(records, encoding="utf-8", newline="\n") as written,
+        ):
+            out.write(dumps(header))
+            shutil.copyfileobj(written, out, 1 << 20)
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)
+        records.unlink(missing_ok=True)
     report.bytes = target.stat().st_size
     report.seconds = time.perf_counter() - started
     log.info(
@@ -119,7 +135,10 @@ class _DigestingWriter:
 
 
 def _header(
-    backend: StorageBackend, embedder: Embedder | None, first: Engram | None
+    backend: StorageBackend,
+    embedder: Embedder | None,
+    first: Engram | None,
+    counts: dict[str, int],
 ) -> dict[str, Any]:
     model = backend.get_meta(EMBEDDING_MODEL_KEY) or (embedder.model_id if embedder else None)
     dims: int | None = None
@@ -137,7 +156,7 @@ def _header(
         "embedding_model": model,
         "dims": dims,
         "vector_encoding": VECTOR_ENCODING,
-        "counts": backend.counts(),
+        "counts": counts,
         "created_at": ts(utcnow()),
         "smriti": __version__,
     }
