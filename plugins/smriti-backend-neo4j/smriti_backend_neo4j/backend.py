@@ -67,6 +67,7 @@ from smriti_backend_neo4j.records import (
     update_row,
     whole,
 )
+from smriti_backend_neo4j.spelling import refuse_other_spellings
 
 if TYPE_CHECKING:
     from neo4j import Driver, Session, Transaction
@@ -188,6 +189,8 @@ class Neo4jBackend(StorageBackend):
         try:
             if self.isolation == "database":
                 self._ensure_database()
+            else:  # a database of one's own was named from the exact user name
+                refuse_other_spellings(self)
             self._create_schema()
             self._migrate()
             self._refresh_vector_indexes()
