@@ -44,7 +44,9 @@ queries ("in May 2022") then find it by when it happened.
 - Set importance: 0.9-1.0 for things the user explicitly asks you to remember or that \
 would be costly to forget; 0.5 for ordinary facts; 0.1-0.3 for passing details.
 - Add a few comma-separated tags (project or topic names) and a source if it helps.
-- Do not store secrets (passwords, API keys, tokens) or transient chatter. Storing \
+- Do not store secrets (passwords, API keys, tokens) or transient chatter: any that \
+slip in are replaced by [redacted:<kind>] (the result's redacted lists the kinds), and \
+text between <private> and </private> is never stored. Storing \
 something already stored is harmless: the result says deduplicated=true and nothing \
 new is written.
 - After a store, look at possible_conflicts: existing memories on the same subject \
@@ -85,7 +87,9 @@ existing memory (the same text, or nearly) is not stored again: the result is th
 existing memory, strengthened, with deduplicated: true. possible_conflicts lists \
 existing memories on the same cues that may say something else (id, summary, \
 similarity): if the new memory replaces one, correct it with smriti_manage \
-action="correct". Do not store secrets."""
+action="correct". Do not store secrets: credentials in content, tags or source are replaced by \
+[redacted:<kind>] before anything is stored (redacted lists the kinds), and text \
+between <private> and </private> is never stored."""
 
 RECALL_DESCRIPTION = """\
 Recall memories relevant to a query, best first. mode "recall" (default) combines cue \
