@@ -8,6 +8,7 @@ import re
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+from smriti import secrets
 from smriti.errors import ConfigError, InvalidInput
 from smriti.model import MEMORY_TYPES
 
@@ -68,7 +69,9 @@ def tags(value: object) -> list[str]:
         if "\x00" in tag:
             raise InvalidInput("tags contain NUL characters")
         if len(tag) > MAX_TAG_CHARS:
-            raise InvalidInput(f"tag {tag[:20]!r}... is longer than {MAX_TAG_CHARS} characters")
+            # the start of a tag may be the start of a secret: shown redacted
+            shown = secrets.scrub(tag)[:20]
+            raise InvalidInput(f"tag {shown!r}... is longer than {MAX_TAG_CHARS} characters")
         out.append(tag)
     if len(out) > MAX_TAGS:
         raise InvalidInput(f"{len(out)} tags given; at most {MAX_TAGS} are allowed")

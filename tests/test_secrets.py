@@ -159,3 +159,12 @@ def test_no_secret_reaches_a_log_line() -> None:
     assert "ValueError" in lines  # the traceback is there, without the secret
     for fake in fakes:
         assert fake not in lines
+
+
+def test_a_rejected_tag_is_not_echoed_with_its_secret() -> None:
+    from smriti import validation
+
+    _, token = example("jwt", random.Random(8))
+    with pytest.raises(InvalidInput) as raised:
+        validation.tags(["ops", token])
+    assert "[redacted:jwt]" in str(raised.value) and token[:12] not in str(raised.value)
