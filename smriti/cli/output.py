@@ -71,6 +71,11 @@ def format_stored(data: Mapping[str, Any]) -> str:
         lines["may conflict with"] = ", ".join(
             f"{c['id']} ({snippet(c['summary'], 40)})" for c in conflicts
         )
+    hidden = data.get("redacted") or []
+    if hidden:  # kinds only: the secrets themselves were never stored
+        lines["redacted"] = ", ".join(
+            r["kind"] + (f" x{r['count']}" if r["count"] > 1 else "") for r in hidden
+        )
     return format_mapping(lines)
 
 
