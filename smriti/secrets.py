@@ -37,6 +37,14 @@ _PLACEHOLDER = re.compile(
     r"changeme|example|none|null|nil|true|false|undefined|redacted|hidden|\*\*\*\w*)$"
 )
 
+#: Values that are code, not a credential: a template (``${{ secrets.X }}``, ``{{ x }}``),
+#: a call or subscript (``getpass()``, ``os.environ["X"]``), an attribute
+#: (``settings.db_password``) or a type (``password: str``).
+_CODE = re.compile(
+    r"(?i)^(?:\$\{|\{\{|<|%\(|\$\(|.*[(\[]|[a-z_]\w*(?:\.[a-z_]\w*)+[,;)]*$|"
+    r"(?:str|bytes|string|int|bool|any|optional|secretstr|required|none)\??[,;)]*$)"
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Finding:
@@ -83,7 +91,7 @@ def _credential(value: str) -> bool:
     """A value that reads as a credential rather than a word of prose: a digit, a
     capital inside it, or a symbol words do not use ("well-known" and "Practice" are
     words)."""
-    if not _real(value) or len(value) < 8:
+    if not _real(value) or len(value) < 8 or _CODE.match(value):
         return False
     inner_capital = any(c.isupper() for c in value[1:])
     symbol = re.search(r"[_+/=!@#$%^&*~.]", value.rstrip(".!?")) is not None
@@ -91,7 +99,12 @@ def _credential(value: str) -> bool:
 
 
 def _password(value: str) -> bool:
-    return len(value) >= 3 and _real(value) and not value.startswith(("/", "~"))
+    return (
+        len(value) >= 3
+        and _real(value)
+        and not _CODE.match(value)
+        and not value.startswith(("/", "~"))
+    )
 
 
 def _luhn(value: str) -> bool:
@@ -187,6 +200,7 @@ RULES: tuple[_Rule, ...] = (
         r"\bgl(?:pat|dt|rt|ptt|ft|cbt|oas|soat|imt|agent)-[A-Za-z0-9_-]{20,}",
         check=_random,
     ),
+    _Rule("smriti-api-key", ("smriti_",), r"\bsmriti_[0-9a-f]{12}_[A-Za-z0-9_-]{16,}"),
     _Rule("npm-token", ("npm_",), r"\bnpm_[A-Za-z0-9]{36}" + _END, check=_random),
     _Rule("pypi-token", ("pypi-age",), r"\bpypi-AgE[A-Za-z0-9_-]{50,}"),
     _Rule("huggingface-token", ("hf_",), r"\bhf_[A-Za-z0-9]{30,}" + _END, check=_random),
@@ -205,7 +219,7 @@ RULES: tuple[_Rule, ...] = (
         ("bearer",),
         r"(?i:\bbearer\s+)([A-Za-z0-9._~+/-]{16,}=*)" + _END,
         group=1,
-        check=_credential,
+        check=lambda v: _real(v) and _random(v),
     ),
     _Rule(
         "basic-auth",

@@ -59,6 +59,11 @@ ORDINARY = [
     "AKIA is a prefix; ghp_ tokens start like that; hf_ too.",
     "Bearer bonds were popular; the bearer of bad news left.",
     "tokens: 4096, max_tokens = 512, secret_sauce: ketchup",
+    # code an agent may remember: no literal credential in it
+    "password = getpass.getpass() and api_key = os.environ['OPENAI_API_KEY']",
+    "def login(user: str, password: str) -> Token: token = tokenizer(text)",
+    "secret_key = settings.SECRET_KEY; password: ${{ secrets.DB_PASSWORD }}",
+    'db_password: Optional[str] = None, "password": "{{ vault_pw }}"',
 ]
 
 

@@ -149,6 +149,10 @@ GENERATORS: dict[str, tuple[Generator, tuple[str, ...]]] = {
         lambda r: "glpat-" + _draw(r, URLSAFE, 20),
         ("GitLab personal access token {} expires in June.", "use {} for the registry"),
     ),
+    "smriti-api-key": (
+        lambda r: f"smriti_{r.randbytes(6).hex()}_{_b64url(r.randbytes(32))}",
+        ("The team server key is {}", "SMRITI_API_KEY={} for the laptop client"),
+    ),
     "npm-token": (
         lambda r: "npm_" + _draw(r, ALNUM, 36),
         ("//registry.npmjs.org/:_authToken={}", "npm publish token: {}"),
