@@ -22,6 +22,7 @@ private_dir, open_private``).
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -100,6 +101,14 @@ def make_private(path: str | os.PathLike[str]) -> Path:
     finally:
         os.close(fd)
     return Path(path)
+
+
+def copy_private(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> Path:
+    """Copy the bytes of ``source`` to ``target``, which is made 0600 (``shutil.copy2``
+    would copy the source's mode, ``copyfile`` take the umask's)."""
+    with open(source, "rb") as src, open_private(target, "wb") as out:
+        shutil.copyfileobj(src, out, 1 << 20)
+    return Path(target)
 
 
 def loose(tree: str | os.PathLike[str]) -> list[Path]:

@@ -36,7 +36,7 @@ from smriti.index.graph import FIELDS, POS, Facets
 from smriti.index.rows import UnitRows, npy_rows
 from smriti.index.working_set import WorkingSet
 from smriti.model import Cue, normalise_cue_name
-from smriti.private import open_private, private_dir
+from smriti.private import make_private, open_private, private_dir
 
 #: The store's metadata key holding the stamp of the snapshot that matches it.
 STAMP_KEY = "working_set.snapshot"
@@ -207,7 +207,7 @@ def mark_stale(directory: Path) -> None:
     spares the next start loading it for nothing (the store's stamp decides)."""
     if directory.is_dir():
         with contextlib.suppress(OSError):
-            (directory / STALE).touch()
+            make_private(directory / STALE)
 
 
 def stamp_of(directory: Path) -> str | None:

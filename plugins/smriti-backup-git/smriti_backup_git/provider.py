@@ -26,7 +26,6 @@ on the commit it rewrote (``history``).
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +35,7 @@ from smriti.backup import BackupProvider, Fetched, SnapshotConflict, SyncReport
 from smriti.errors import BackupError, ConfigError
 from smriti.logs import get_logger
 from smriti.model import utcnow
-from smriti.private import private_dir
+from smriti.private import copy_private, private_dir
 from smriti_backup_git import history
 from smriti_backup_git.git import Git, redact
 
@@ -129,7 +128,7 @@ class GitBackup(BackupProvider):
         private_dir(target)
         for item in sorted(source.iterdir()):
             if item.is_file():
-                shutil.copy2(item, target / item.name)
+                copy_private(item, target / item.name)
         log.info("git backup fetched", remote=self.shown_remote, branch=state.branch,
                  commit=state.commit[:12])  # fmt: skip
         return Fetched(where, state.blob, True, base)
@@ -331,7 +330,7 @@ class GitBackup(BackupProvider):
             if old.is_file() and old.name not in names:
                 old.unlink()
         for f in files:
-            shutil.copyfile(f, dest / f.name)
+            copy_private(f, dest / f.name)
         self.git.run(["add", "--all", "--", self.user])
         diff = self.git.run(["diff", "--cached", "--name-only", "--", self.user])
         return [Path(p).name for p in diff.stdout.splitlines() if p.strip()]
