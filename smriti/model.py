@@ -11,6 +11,8 @@ from typing import Literal, get_args
 
 import numpy as np
 
+from smriti.instructions import instruction_flags
+
 MemoryType = Literal["episodic", "semantic", "procedural"]
 CueType = Literal["entity", "keyword", "concept", "context"]
 
@@ -112,7 +114,9 @@ class Engram:
         return bool(self.superseded_by)
 
     def to_dict(self) -> dict[str, object]:
-        """The fields every tool result shows of a memory (no embedding)."""
+        """The fields every tool result shows of a memory (no embedding), with
+        ``flags`` on content that reads as an instruction to a model
+        (``smriti.instructions``)."""
         return {
             "id": self.id,
             "content": self.content,
@@ -129,11 +133,21 @@ class Engram:
             "superseded_by": self.superseded_by,
             "origin": self.origin,
             "principal": self.principal,
+            "flags": instruction_flags(self.content),
         }
 
     def with_changes(self, **changes: object) -> Engram:
         """A copy with some fields replaced."""
         return replace(self, **changes)
+
+
+@dataclass(slots=True, frozen=True)
+class Provenance:
+    """Who says a memory being stored: its ``origin`` and the authenticated
+    ``principal`` (see ``Engram``); both already validated."""
+
+    origin: str = ""
+    principal: str = ""
 
 
 @dataclass(slots=True)

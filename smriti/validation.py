@@ -10,7 +10,7 @@ from pathlib import Path
 
 from smriti import secrets
 from smriti.errors import ConfigError, InvalidInput
-from smriti.model import MEMORY_TYPES
+from smriti.model import MEMORY_TYPES, ORIGIN_IMPORT_PREFIX, check_origin
 
 RECALL_MODES = ("recall", "search", "list")
 MAX_TAGS = 32
@@ -87,6 +87,39 @@ def source(value: object) -> str:
     if len(value) > MAX_SOURCE_CHARS or "\x00" in value:
         raise InvalidInput(f"source must be at most {MAX_SOURCE_CHARS} characters, without NUL")
     return value.strip()
+
+
+#: Longest principal (an authenticated caller's id: a key id, or an issuer and subject).
+MAX_PRINCIPAL_CHARS = 512
+
+
+def origin(value: object) -> str:
+    """Who said a memory: ``user``, ``agent``, ``tool`` or ``import:<format>``."""
+    if not isinstance(value, str):
+        raise InvalidInput("origin must be a string: user, agent, tool or import:<format>")
+    try:
+        return check_origin(value.strip().lower())
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from exc
+
+
+def origin_filter(value: object) -> str | None:
+    """Recall's origin filter: None/blank for all, an origin, or a prefix ending in ``:``
+    (``import:`` for every import)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, str) and value.strip().lower() == ORIGIN_IMPORT_PREFIX:
+        return ORIGIN_IMPORT_PREFIX
+    return origin(value)
+
+
+def principal(value: object) -> str:
+    """The authenticated caller that stores a memory ("" for none)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str) or len(value) > MAX_PRINCIPAL_CHARS or "\x00" in value:
+        raise InvalidInput(f"principal must be a string of at most {MAX_PRINCIPAL_CHARS} chars")
+    return value
 
 
 def limit(value: object, maximum: int) -> int:

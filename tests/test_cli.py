@@ -115,8 +115,9 @@ def test_readable_output(env: dict[str, str]) -> None:
     recalled = smriti(env, "recall", "standup Monday")
     assert recalled.returncode == 0, recalled.stderr
     header, first = recalled.stdout.splitlines()[:2]
-    assert header.split() == ["SCORE", "MATCH", "HOP", "ID", "MEMORY"]
+    assert header.split() == ["SCORE", "MATCH", "HOP", "ID", "ORIGIN", "MEMORY"]
     assert first.index(first.split()[3]) == header.index("ID")  # columns aligned
+    assert first.split()[4] == "user"  # a CLI store is the user's own words
     assert "Standup moved to 9:30" in first
     stats = smriti(env, "stats")
     assert "backend" in stats.stdout and "kuzu" in stats.stdout
@@ -310,10 +311,12 @@ def test_list_mode_shows_no_score(env: dict[str, str]) -> None:
     listed = smriti(env, "recall", "--mode", "list")
     assert listed.returncode == 0, listed.stderr
     header, first = listed.stdout.splitlines()[:2]
-    assert "SCORE" not in header and header.split()[-2:] == ["ID", "MEMORY"]
+    assert "SCORE" not in header and header.split()[-3:] == ["ID", "ORIGIN", "MEMORY"]
     assert "Standup moved" in first
     data = ok_json(smriti(env, "recall", "--json"))
     assert data["mode"] == "list" and [r["score"] for r in data["results"]] == [None]
+    said = [(r["origin"], r["principal"], r["flags"]) for r in data["results"]]
+    assert said == [("user", "", [])]
 
 
 def test_get_correct_history_update_related(env: dict[str, str]) -> None:

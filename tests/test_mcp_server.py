@@ -104,11 +104,12 @@ async def test_tools_have_schemas_and_annotations(client: Client) -> None:
     store = tools["smriti_store"]
     assert store.input_schema["required"] == ["content"]
     props = store.input_schema["properties"]
-    assert set(props) == {"content", "importance", "tags", "source", "occurred_at"}
+    assert set(props) == {"content", "importance", "tags", "source", "occurred_at", "origin"}
+    assert props["origin"]["enum"] == ["agent", "user"] and props["origin"]["default"] == "agent"
     assert props["importance"]["type"] == "number"
     assert props["importance"]["default"] == 0.5
     assert props["tags"]["type"] == "string"
-    assert {"id", "summary", "memory_type", "importance", "tags", "cues"} <= set(
+    assert {"id", "summary", "memory_type", "importance", "tags", "cues", "origin"} <= set(
         store.output_schema["properties"]
     )
     assert store.annotations.read_only_hint is False
@@ -118,7 +119,7 @@ async def test_tools_have_schemas_and_annotations(client: Client) -> None:
     recall = tools["smriti_recall"]
     assert set(recall.input_schema["properties"]) == {
         "query", "limit", "mode", "memory_type", "tags", "tag_match", "since", "until",
-        "include_superseded", "cursor",
+        "include_superseded", "cursor", "origin",
     }  # fmt: skip
     assert recall.input_schema["properties"]["include_superseded"]["type"] == "boolean"
     assert recall.input_schema.get("required", []) == []

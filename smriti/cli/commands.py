@@ -85,6 +85,7 @@ def store(args: argparse.Namespace) -> int:
             tags=args.tags,
             source=args.source or None,
             occurred_at=args.occurred_at,
+            origin=args.origin,
         )
         _push_backup(memory)
     output.emit(data, args.json, output.format_stored)
@@ -105,6 +106,7 @@ def recall(args: argparse.Namespace) -> int:
             until=args.until or None,
             include_superseded=args.include_superseded,
             cursor=args.cursor or None,
+            origin=args.origin or None,
         )
     mode = args.mode if args.query.strip() else "list"
     data = output.recall_data(args.query, mode, found)

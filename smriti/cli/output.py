@@ -107,12 +107,15 @@ def format_recall(data: Mapping[str, Any]) -> str:
     if not results:
         return "no memories found"
     if data.get("mode") == "list":
-        rows = [(_minute(r["last_accessed_at"]), r["id"], _memory(r)) for r in results]
-        text = table(("LAST USED", "ID", "MEMORY"), rows)
+        rows = [(_minute(r["last_accessed_at"]), r["id"], _said(r), _memory(r)) for r in results]
+        text = table(("LAST USED", "ID", "ORIGIN", "MEMORY"), rows)
         cursor = data.get("next_cursor")
         return text + (f"\nnext page: --cursor {cursor}" if cursor else "")
-    rows = [(f"{r['score']:.3f}", r["match_type"], r["hop"], r["id"], _memory(r)) for r in results]
-    return table(("SCORE", "MATCH", "HOP", "ID", "MEMORY"), rows)
+    rows = [
+        (f"{r['score']:.3f}", r["match_type"], r["hop"], r["id"], _said(r), _memory(r))
+        for r in results
+    ]
+    return table(("SCORE", "MATCH", "HOP", "ID", "ORIGIN", "MEMORY"), rows)
 
 
 def format_memory(memory: Mapping[str, Any]) -> str:
@@ -129,7 +132,10 @@ def format_memory(memory: Mapping[str, Any]) -> str:
         "accessed": memory.get("access_count", 0),
         "decay": memory.get("decay_factor"),
         "cluster": memory.get("cluster_id"),
+        "origin": _origin(memory),
     }
+    if memory.get("flags"):
+        lines["flags"] = "; ".join(f"{f['kind']} ({f['reason']})" for f in memory["flags"])
     if memory.get("supersedes"):
         lines["supersedes"] = memory["supersedes"]
     if memory.get("superseded_by"):
@@ -192,7 +198,20 @@ def format_related(data: Mapping[str, Any]) -> str:
 
 
 def _memory(result: Mapping[str, Any]) -> str:
-    return snippet(result["summary"] or result["content"])
+    # Flagged content reads as an instruction to a model: marked, shown as data.
+    mark = "[instruction?] " if result.get("flags") else ""
+    return mark + snippet(result["summary"] or result["content"])
+
+
+def _origin(memory: Mapping[str, Any]) -> str:
+    """Who said it, and the authenticated caller when there was one; "unknown" for a
+    memory stored before origins were recorded."""
+    said = memory.get("origin") or "unknown"
+    return f"{said} ({memory['principal']})" if memory.get("principal") else said
+
+
+def _said(result: Mapping[str, Any]) -> str:
+    return result.get("origin") or "-"
 
 
 def _minute(timestamp: str) -> str:

@@ -143,6 +143,12 @@ def _add_store(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
         metavar="WHEN",
         help="when it happened, ISO 8601 (default: now), for events stored after the fact",
     )
+    p.add_argument(
+        "--origin",
+        choices=("user", "agent"),
+        default="user",
+        help="who said it: user (default: you, typing it) or agent (a program's conclusion)",
+    )
     _json_flag(p)
     p.set_defaults(handler=commands.store)
 
@@ -181,6 +187,12 @@ def _add_recall(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
         help="also old versions that a correction replaced",
     )
     p.add_argument("--cursor", default="", help="list mode: the next page (from next_cursor)")
+    p.add_argument(
+        "--origin",
+        default="",
+        help="only memories of this origin: user, agent, tool, import:smriti, or import: "
+        "for every import",
+    )
     _json_flag(p)
     p.set_defaults(handler=commands.recall)
 

@@ -25,7 +25,7 @@ from smriti.engine.store import StoreOutcome, store
 from smriti.errors import ConfigError, NotFound
 from smriti.index import heap
 from smriti.logs import get_logger
-from smriti.model import Cue, Engram
+from smriti.model import ORIGIN_AGENT, Cue, Engram, Provenance
 from smriti.plugins import Registry, create_plugin_manager
 from smriti.progress import ProgressArg
 from smriti.storage import StorageBackend
@@ -165,16 +165,23 @@ class Engine:
         source: object = None,
         memory_id: object = None,
         occurred_at: object = None,
+        origin: object = ORIGIN_AGENT,
+        principal: object = None,
     ) -> StoreOutcome:
         """Remember ``content``; raises InvalidInput for bad arguments.
 
         ``memory_id`` makes a repeated store idempotent; ``occurred_at`` (ISO 8601) dates
-        an event stored after the fact (see ``smriti.engine.store``).
+        an event stored after the fact (see ``smriti.engine.store``). ``origin`` says who
+        said it (``user``, ``agent``, ``tool`` or ``import:<format>``; an application
+        storing through this API is an agent unless it says otherwise) and
+        ``principal`` the authenticated caller, if any.
         """
+        said = Provenance(validation.origin(origin), validation.principal(principal))
         with self.writes.shared():
             return store(
-                self, content, importance, tags, source, memory_id, occurred_at=occurred_at
-            )
+                self, content, importance, tags, source, memory_id, occurred_at=occurred_at,
+                provenance=said,
+            )  # fmt: skip
 
     def recall(
         self,
@@ -188,14 +195,17 @@ class Engine:
         until: object = None,
         include_superseded: object = False,
         cursor: object = None,
+        origin: object = None,
     ) -> RecallResults:
         """Recall memories (modes ``recall``, ``search``, ``list``), filtered by tags
         (any, or all with ``tag_match="all"``), creation time (``since`` inclusive,
         ``until`` exclusive, ISO 8601) and version (superseded memories only with
-        ``include_superseded``); ``cursor`` continues a ``list`` (``next_cursor``)."""
+        ``include_superseded``) and origin (an origin, or ``import:`` for every import);
+        ``cursor`` continues a ``list`` (``next_cursor``)."""
         return recall(
             self, query, limit, mode, memory_type, tags=tags, tag_match=tag_match,
             since=since, until=until, include_superseded=include_superseded, cursor=cursor,
+            origin=origin,
         )  # fmt: skip
 
     def get(self, memory_id: object) -> dict[str, Any]:

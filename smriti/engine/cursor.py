@@ -32,6 +32,8 @@ def digest(listing: Listing) -> str:
         listing.until.isoformat() if listing.until else "",
         "1" if listing.include_superseded else "0",
     ]
+    if listing.origin is not None:  # only then: cursors made before origins stay valid
+        parts.append("origin=" + listing.origin)
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
 
 
@@ -73,6 +75,6 @@ def decode(cursor: object, user: str, listing: Listing) -> ListKey | None:
     if filters != digest(listing):
         raise InvalidInput(
             "this cursor was made for other filters (memory_type, tags, tag_match, since, "
-            "until, include_superseded); use the same ones as the call that returned it"
+            "until, include_superseded, origin); use the same ones as the call that returned it"
         )
     return key

@@ -128,6 +128,7 @@ def recall(
     until: object = None,
     include_superseded: object = False,
     cursor: object = None,
+    origin: object = None,
 ) -> RecallResults:
     """Validate, then recall memories for ``query`` (list mode when it is blank).
 
@@ -149,6 +150,7 @@ def recall(
         since=start,
         until=end,
         include_superseded=validation.flag(include_superseded, "include_superseded"),
+        origin=validation.origin_filter(origin),
     )
     if how == "list" or text is None:
         return list_recent(engine, filters, cursor)
@@ -210,8 +212,13 @@ def _loaded(engine: Engine, hits: dict[str, float], match: str, filters: Listing
 
 
 def _narrow(filters: Listing) -> bool:
-    """Whether ``filters`` may leave few of the usual candidates: tags or dates."""
-    return bool(filters.tags) or filters.since is not None or filters.until is not None
+    """Whether ``filters`` may leave few of the usual candidates: tags, dates or origin."""
+    return (
+        bool(filters.tags)
+        or filters.since is not None
+        or filters.until is not None
+        or filters.origin is not None
+    )
 
 
 def scan(

@@ -22,6 +22,7 @@ from smriti.model import (
     Engram,
     EngramUpdate,
     Extraction,
+    Provenance,
     new_id,
     normalise_cue_name,
     utcnow,
@@ -68,6 +69,8 @@ class StoreOutcome:
             "redacted": self.redacted,
             "cluster_id": e.cluster_id,
             "supersedes": e.supersedes,
+            "origin": e.origin,
+            "principal": e.principal,
             "deduplicated": self.deduplicated,
             "possible_conflicts": [
                 {"id": c.id, "summary": c.summary, "similarity": round(sim, 4)}
@@ -113,6 +116,7 @@ def store(
     memory_id: object = None,
     correction: Correction | None = None,
     occurred_at: object = None,
+    provenance: Provenance | None = None,
 ) -> StoreOutcome:
     """Validate, then remember ``content``; a failure leaves nothing stored.
 
@@ -126,6 +130,9 @@ def store(
     events stored after the fact (an imported conversation history): it becomes the
     memory's ``created_at``, which the ``since``/``until`` filters and the dates named
     in a query (``smriti.engine.when``) read. It may not lie in the future.
+
+    ``provenance`` (validated) records who said it: the new memory's ``origin`` and
+    ``principal`` (unknown when None). A repeat keeps the existing memory's.
 
     Content that duplicates an existing memory is not stored again: the existing one is
     strengthened and returned with ``deduplicated`` (``smriti.engine.duplicates``). A
@@ -161,7 +168,7 @@ def store(
             if found.duplicate is not None:
                 return deduplicated(engine, found.duplicate, weight, tag_list).reporting(hidden)
         return _write(engine, text, weight, tag_list, origin, chosen_id, extraction, vector,
-                      cues, found, correction, happened).reporting(hidden)  # fmt: skip
+                      cues, found, correction, happened, provenance).reporting(hidden)  # fmt: skip
 
 
 def _write(
@@ -177,6 +184,7 @@ def _write(
     found: duplicates.Neighbours,
     correction: Correction | None,
     happened: datetime | None = None,
+    provenance: Provenance | None = None,
 ) -> StoreOutcome:
     now = utcnow()
     memory_type = extraction.memory_type if extraction.memory_type in MEMORY_TYPES else "semantic"
@@ -193,6 +201,8 @@ def _write(
         tags=tag_list,
         cluster_id=UNASSIGNED_CLUSTER,
         supersedes=correction.old.id if correction is not None else "",
+        origin=provenance.origin if provenance is not None else "",
+        principal=provenance.principal if provenance is not None else "",
     )
     conflicts = found.conflicts or []
     # A correction takes its old version's place; it is not the next thing said.

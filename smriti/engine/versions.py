@@ -21,7 +21,7 @@ from smriti import secrets, validation
 from smriti.engine.contiguity import FOLLOWS
 from smriti.engine.store import Correction, StoreOutcome, store
 from smriti.errors import InvalidInput, NotFound
-from smriti.model import Association, Engram, EngramUpdate, utcnow
+from smriti.model import Association, Engram, EngramUpdate, Provenance, utcnow
 from smriti.reads import Expand, Listing
 
 if TYPE_CHECKING:
@@ -115,10 +115,14 @@ def correct(
     importance: object = None,
     tags: object = None,
     new_memory_id: object = None,
+    *,
+    origin: object = None,
+    principal: object = None,
 ) -> dict[str, Any]:
     """Store ``content`` as the new version of ``memory_id`` and mark the old one.
 
-    Importance and tags default to the old version's. Correcting a superseded memory is
+    Importance, tags and origin default to the old version's; ``principal`` is the
+    authenticated caller making the correction ("" for none). Correcting a superseded memory is
     refused with the id of its current version, unless this is the retry of the call
     that superseded it (same ``new_memory_id``), which then returns the same answer.
     """
@@ -133,10 +137,14 @@ def correct(
     weight = old.importance if importance is None else importance
     labels = old.tags if tags is None else tags
     carried = _carried(engine, old)
+    said = Provenance(
+        old.origin if origin is None else validation.origin(origin),
+        validation.principal(principal),
+    )
     with engine.writes.shared():
         outcome: StoreOutcome = store(
             engine, content, weight, labels, old.source or None, new_memory_id,
-            correction=Correction(old, tuple(carried)),
+            correction=Correction(old, tuple(carried)), provenance=said,
         )  # fmt: skip
         new = outcome.engram
         if new.supersedes != old.id:

@@ -42,8 +42,8 @@ from smriti.mcp_server.texts import (
     SYSTEM_PROMPT,
 )
 from smriti.mcp_server.transport import SmritiServer
-from smriti.mcp_server.users import Memories, SingleMemory
-from smriti.model import MEMORY_TYPES
+from smriti.mcp_server.users import Memories, SingleMemory, caller_principal
+from smriti.model import MEMORY_TYPES, ORIGIN_AGENT, ORIGIN_USER
 
 if TYPE_CHECKING:
     from smriti.engine import Engine
@@ -70,6 +70,8 @@ ID_ACTIONS = ("get", "correct", "history", "update", "related", "forget")
 TAG_MATCHES = validation.TAG_MATCHES
 #: The default number of related memories (action=related).
 RELATED_LIMIT = 10
+#: The origins a client may give a stored memory (``tool`` and ``import:`` are Smriti's).
+CLIENT_ORIGINS = (ORIGIN_AGENT, ORIGIN_USER)
 #: The scope each tool needs (``smriti_manage``: see ``needed_scope``).
 TOOL_SCOPES = {"smriti_store": "write", "smriti_recall": "read"}
 
@@ -108,6 +110,19 @@ def parse_action(value: str) -> str:
     if chosen not in MANAGE_ACTIONS:
         raise _bad(f"action must be one of {', '.join(MANAGE_ACTIONS)}; got {str(value)[:40]!r}")
     return chosen
+
+
+def client_origin(value: object) -> str:
+    """smriti_store's ``origin``: agent (also for empty) or user; a tool error otherwise."""
+    text = value.strip().lower() if isinstance(value, str) else value
+    if text in ("", None):
+        return ORIGIN_AGENT
+    if text not in CLIENT_ORIGINS:
+        raise _bad(
+            f"origin must be agent (what you concluded or wrote down) or user (the user's "
+            f"own words), got {str(value)[:40]!r}"
+        )
+    return str(text)
 
 
 def moment_text(name: str, value: object) -> str | None:
@@ -229,11 +244,20 @@ def _add_store(server: MCPServer, memories: Memories) -> None:
                 "imported chat history; empty means now."
             ),
         ] = "",
+        origin: Annotated[
+            str,
+            Field(
+                description="Who said it: agent (default: what you concluded, inferred or "
+                "wrote down) or user (the user's own words, as they said them).",
+                json_schema_extra={"enum": list(CLIENT_ORIGINS)},
+            ),
+        ] = ORIGIN_AGENT,
         ctx: Context | None = None,
     ) -> StoredMemoryOut:
         """Store one memory."""
         value = checked(validation.importance, importance)
         happened = checked(validation.moment, occurred_at, "occurred_at")
+        said = client_origin(origin)
         async with memories.use(ctx, "write") as engine:
             stored = await run_engine(
                 engine.store,
@@ -242,6 +266,8 @@ def _add_store(server: MCPServer, memories: Memories) -> None:
                 tags=tags,
                 source=source or None,
                 occurred_at=happened.isoformat() if happened is not None else None,
+                origin=said,
+                principal=caller_principal(ctx),
             )
         return stored  # type: ignore[return-value]
 
@@ -322,6 +348,14 @@ def _add_recall(server: MCPServer, memories: Memories, max_limit: int) -> None:
                 "page after it."
             ),
         ] = "",
+        origin: Annotated[
+            Any,
+            WithJsonSchema({"type": "string"}),
+            Field(
+                description="Only memories of this origin: user, agent, tool, an import "
+                "such as import:smriti, or import: for every import (empty: all)."
+            ),
+        ] = "",
         ctx: Context | None = None,
     ) -> RecallOut:
         """Recall memories."""
@@ -340,6 +374,8 @@ def _add_recall(server: MCPServer, memories: Memories, max_limit: int) -> None:
             ),
             "cursor": cursor_text(cursor),
         }
+        if wanted := checked(validation.origin_filter, origin):
+            filters["origin"] = wanted
         async with memories.use(ctx, "read") as engine:
             results = await run_engine(
                 engine.recall,
@@ -480,8 +516,9 @@ async def _memory_action(engine: Service, request: ManageRequest) -> ManageOut:
         return {"action": action, "message": f"memory {key}", "memory": detail}  # type: ignore[typeddict-item]
     if action == "correct":
         done = await run_engine(
-            engine.correct, key, request.content, importance=request.importance, tags=request.tags
-        )
+            engine.correct, key, request.content, importance=request.importance,
+            tags=request.tags, principal=request.principal,
+        )  # fmt: skip
         message = f"memory {done['superseded']} corrected by {done['new_id']}"
         return {"action": action, "message": message, "corrected": done}  # type: ignore[typeddict-item]
     if action == "history":

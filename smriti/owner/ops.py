@@ -15,12 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from smriti.errors import InvalidInput, NotFound
+from smriti.model import ORIGIN_AGENT, ORIGIN_IMPORT_PREFIX
 from smriti.progress import ProgressArg
 
 if TYPE_CHECKING:
     from smriti.engine import Engine
 
 Op = Callable[["Engine", Mapping[str, Any], ProgressArg], dict[str, Any]]
+#: The origin of memories a ``smriti import`` brings in (see ``import_store``).
+IMPORT_ORIGIN = ORIGIN_IMPORT_PREFIX + "smriti"
 
 #: Operations whose repetition changes nothing a user could tell (reads, a backup
 #: push that merges, an export that rewrites its file, a store or a correction with
@@ -98,6 +101,8 @@ def _store(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> di
             source=args.get("source"),
             memory_id=memory_id,
             occurred_at=args.get("occurred_at"),
+            origin=args.get("origin") or ORIGIN_AGENT,
+            principal=args.get("principal"),
         )
     return outcome.to_dict()
 
@@ -114,6 +119,7 @@ def _recall(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> d
         until=args.get("until"),
         include_superseded=args.get("include_superseded", False),
         cursor=args.get("cursor"),
+        origin=args.get("origin"),
     )
     return {
         "results": [r.to_dict() for r in results],
@@ -212,7 +218,9 @@ def _import(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> d
     from smriti.portable import import_store
 
     path = Path(str(args["path"]))
-    return import_store(engine, path, progress, merge=bool(args.get("merge"))).to_dict()
+    merge = bool(args.get("merge"))
+    # Memories brought in by a user's import say so (unless their record names who said them).
+    return import_store(engine, path, progress, merge=merge, origin=IMPORT_ORIGIN).to_dict()
 
 
 def _hash(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:

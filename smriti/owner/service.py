@@ -52,12 +52,20 @@ class Service:
         tags: object = None,
         source: object = None,
         occurred_at: object = None,
+        origin: object = None,
+        principal: object = None,
     ) -> dict[str, Any]:
         """Remember ``content``: the stored memory's summary, cues and associations.
-        ``occurred_at`` (ISO 8601) dates an event stored after the fact."""
+        ``occurred_at`` (ISO 8601) dates an event stored after the fact; ``origin`` says
+        who said it (``user``, ``agent``, ... ; None: ``agent``) and ``principal`` the
+        authenticated caller storing it, if any."""
         args = {"content": content, "importance": importance, "tags": tags, "source": source}
         if occurred_at is not None:
             args["occurred_at"] = occurred_at
+        if origin is not None:
+            args["origin"] = origin
+        if principal is not None:
+            args["principal"] = principal
         return self.call("store", args)
 
     def recall(
@@ -72,13 +80,15 @@ class Service:
         until: object = None,
         include_superseded: object = False,
         cursor: object = None,
+        origin: object = None,
     ) -> dict[str, Any]:
         """``results`` (tool-facing dicts), ``degraded``, ``warning`` and ``next_cursor``
         (list mode: pass it as ``cursor`` for the next page; None after the last one).
 
         The filters (``tags`` matching any or, with ``tag_match="all"``, every one;
         ``since`` <= created_at < ``until``, ISO 8601; old versions only with
-        ``include_superseded``) apply before the limit.
+        ``include_superseded``; ``origin``, exact or a prefix such as ``import:``) apply
+        before the limit.
         """
         args = {
             "query": query,
@@ -92,6 +102,8 @@ class Service:
             "include_superseded": include_superseded,
             "cursor": cursor,
         }
+        if origin is not None:
+            args["origin"] = origin
         return self.call("recall", args)
 
     def get(self, memory_id: object) -> dict[str, Any]:
@@ -117,7 +129,8 @@ class Service:
 
         ``importance`` and ``tags`` of None keep the old version's. ``new_id`` is the new
         version's id, chosen here when not given so that a request sent again after an
-        owner died corrects once (as a store's id does).
+        owner died corrects once (as a store's id does). ``origin`` None keeps the old
+        version's; ``principal`` is the authenticated caller correcting it, if any.
         """
         from smriti.model import new_id as fresh_id
 

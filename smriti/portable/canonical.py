@@ -24,12 +24,13 @@ def canonical_hash(source: Engine | StorageBackend) -> str:
 
     Two stores with the same memories give the same hash, whatever the backend, the
     user name or the order records come back in: engrams by id with every property,
-    the version fields ``supersedes``/``superseded_by``/``superseded_at`` included
-    (floats rounded to 6 decimals, timestamps to milliseconds, embeddings quantised
-    to 1e-5), cues by name (cue ids are internal and may differ after a merge),
-    EncodedBy edges as (engram id, cue name, strength), AssociatedWith edges as
-    (source id, target id, relation type, strength, created_at) and CoOccurs edges as
-    (cue name, cue name, strength), each section sorted. Use it to check a restore:
+    the version fields ``supersedes``/``superseded_by``/``superseded_at`` and the origin
+    fields ``origin``/``principal`` included (floats rounded to 6 decimals, timestamps
+    to milliseconds, embeddings quantised to 1e-5), cues by name (cue ids are internal
+    and may differ after a merge), EncodedBy edges as (engram id, cue name, strength),
+    AssociatedWith edges as (source id, target id, relation type, strength,
+    created_at) and CoOccurs edges as (cue name, cue name, strength), each section
+    sorted. Use it to check a restore:
     ``smriti export`` on both sides, or ``canonical_hash(engine)`` in Python.
     """
     backend, _ = source_of(source)
@@ -109,4 +110,6 @@ def engram_digest(e: Engram, *, versions: bool = True) -> str:
         fields.append(e.supersedes)
         if versions:
             fields += [e.superseded_by, _ms(e.superseded_at)]
+    if e.origin or e.principal:  # likewise: unchanged for a memory of unknown origin
+        fields += ["origin", e.origin, e.principal]
     return hashlib.sha256(json.dumps(fields, ensure_ascii=False).encode("utf-8")).hexdigest()

@@ -34,6 +34,9 @@ VERSION = 2
 READABLE_VERSIONS = (1, 2)
 #: The engram fields added by version 2, written only when set.
 VERSION_FIELDS = ("supersedes", "superseded_by", "superseded_at")
+#: Who said it (``origin``, ``principal``): optional, written only when set, read as ""
+#: when absent; a version 2 reader that predates them skips them.
+ORIGIN_FIELDS = ("origin", "principal")
 VECTOR_ENCODING = "base64-float32-le"
 EMBEDDING_MODEL_KEY = "embedding_model"
 #: Metadata carried by an export (Leiden's tuned resolution keeps clusters stable).
@@ -149,6 +152,12 @@ def engram_record(e: Engram, vectors: str = "base64") -> dict[str, Any]:
         record["superseded_by"] = e.superseded_by
     if e.superseded_at is not None:
         record["superseded_at"] = ts(e.superseded_at)
+    # Who said it, likewise only when known: optional fields that a reader of an older
+    # Smriti skips, so the format version stays.
+    if e.origin:
+        record["origin"] = e.origin
+    if e.principal:
+        record["principal"] = e.principal
     return record
 
 
@@ -178,6 +187,9 @@ def engram_from_record(r: dict[str, Any]) -> Engram:
         supersedes=str(r.get("supersedes") or ""),
         superseded_by=str(r.get("superseded_by") or ""),
         superseded_at=parse_ts(r["superseded_at"]) if r.get("superseded_at") else None,
+        # Absent in files written before origins were recorded: unknown.
+        origin=str(r.get("origin") or ""),
+        principal=str(r.get("principal") or ""),
     )
 
 

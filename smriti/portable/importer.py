@@ -101,6 +101,7 @@ def import_store(
     progress: ProgressArg = None,
     *,
     merge: bool = False,
+    origin: str | None = None,
 ) -> ImportReport:
     """Load an export file into ``target`` (an opened Engine, or a bare StorageBackend).
 
@@ -112,7 +113,10 @@ def import_store(
     embedding model differs from the engine's embedder, engram contents and cue names
     are re-embedded with the engine's embedder (a bare backend imports vectors as-is).
     Raises InvalidInput for a malformed, truncated or newer-format file (nothing is
-    imported for a bad header or a truncated file).
+    imported for a bad header or a truncated file). ``origin`` (``import:smriti`` for
+    ``smriti import``) is given to the memories whose record names none; a record's
+    own origin is kept (who said it first), and None keeps unknown ones unknown (a
+    backup restore, which must round-trip exactly).
     """
     started = time.perf_counter()
     file = Path(path)
@@ -138,6 +142,7 @@ def import_store(
             target_model=target_model,
         )
     loader = _Loader(backend, embedder if re_embed else None, existing > 0, report)
+    loader.origin = origin
     loader.stones = tombstones.load(backend)
     loader.screen = screening.ImportScreen(secrets_mode, None if re_embed else embedder)
     dims = None if re_embed else header.get("dims")
@@ -280,6 +285,8 @@ class _Loader:
         #: Engram ids left out because a tombstone kills them (their edges too).
         self.left_out: set[str] = set()
         self.screen = screening.ImportScreen("allow", None)
+        #: The origin of imported memories whose record has none (None: left unknown).
+        self.origin: str | None = None
 
     def tombstone(self, stone: Tombstone) -> None:
         """A tombstone record: remembered, and applied to the engrams that follow."""
@@ -297,6 +304,8 @@ class _Loader:
                 self.left_out.add(item.id)
                 return
             item = screened
+            if self.origin and not item.origin:
+                item = item.with_changes(origin=self.origin)
         if self._left_out(kind, item) or self._secret(kind, item):
             return
         self.pending[kind].append(item)
