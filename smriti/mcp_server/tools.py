@@ -438,6 +438,7 @@ def _add_manage(server: MCPServer, memories: Memories, max_limit: int) -> None:
         request = ManageRequest.parse(
             chosen, memory_id, content, importance, tags, limit, max_limit
         )
+        request.principal = caller_principal(ctx)
         async with memories.use(ctx, needed_scope("smriti_manage", {"action": chosen})) as engine:
             return await _manage(engine, request, ctx)
 
@@ -457,6 +458,8 @@ class ManageRequest:
     ) -> None:
         self.action, self.memory_id, self.content = action, memory_id, content
         self.importance, self.tags, self.limit = importance, tags, limit
+        #: The verified caller (HTTP with authentication), recorded on a correction.
+        self.principal: str | None = None
 
     @classmethod
     def parse(
