@@ -65,6 +65,7 @@ def format_stored(data: Mapping[str, Any]) -> str:
         "tags": ", ".join(data.get("tags", [])) or "-",
         "cues": cues or "-",
         "associations": data.get("associations", 0),
+        "origin": _origin(data),
     }
     conflicts = data.get("possible_conflicts") or []
     if conflicts:

@@ -103,7 +103,8 @@ existing memory (the same text, or nearly) is not stored again: the result is th
 existing memory, strengthened, with deduplicated: true. possible_conflicts lists \
 existing memories on the same cues that may say something else (id, summary, \
 similarity): if the new memory replaces one, correct it with smriti_manage \
-action="correct". Do not store secrets: credentials in content, tags or source are replaced by \
+action="correct". origin: "agent" (default) for what you concluded or wrote down, \
+"user" for the user's own words. Do not store secrets: credentials in content, tags or source are replaced by \
 [redacted:<kind>] before anything is stored (redacted lists the kinds), and text \
 between <private> and </private> is never stored."""
 
