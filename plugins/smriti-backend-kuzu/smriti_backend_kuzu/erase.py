@@ -171,20 +171,30 @@ def _export_live_cues(export: Path) -> set[str]:
 
 
 def _records(text: str) -> list[str]:
-    """The records of a CSV text as written (a quoted field may hold newlines)."""
-    records, start, quoted = [], 0, False
-    for i, char in enumerate(text):
-        if char == '"':
-            quoted = not quoted  # a doubled quote toggles twice
-        elif char == "\n" and not quoted:
-            records.append(text[start:i])
-            start = i + 1
-    if text[start:]:
-        records.append(text[start:])
+    """The records of a CSV text as written: lines, rejoined while a quoted field
+    holding a newline is open (an odd count of quotes so far)."""
+    records: list[str] = []
+    open_record: list[str] = []
+    quotes = 0
+    for line in text.split("\n"):
+        if not open_record and '"' not in line:
+            if line:
+                records.append(line)
+            continue
+        open_record.append(line)
+        quotes += line.count('"')
+        if quotes % 2 == 0:
+            records.append("\n".join(open_record))
+            open_record, quotes = [], 0
+    if open_record:
+        records.append("\n".join(open_record))
     return records
 
 
 def _fields(record: str) -> list[str]:
+    """The record's fields (the ids are the first ones, never quoted by Smriti)."""
+    if '"' not in record:
+        return record.split(",")
     return next(csv.reader([record]))
 
 
