@@ -13,11 +13,18 @@ in this order:
 3. the scopes: a token with neither the read nor the write scope, or a ``tools/call``
    of a writing tool without the write scope, is ``403`` with
    ``error="insufficient_scope"`` and the scope needed;
-4. the ``MCP-Protocol-Version`` header: an unsupported one is ``400`` with a JSON-RPC
+4. the body: one that takes longer than ``SMRITI_HTTP_BODY_TIMEOUT`` to arrive is
+   ``408`` (the connection is closed), one too large ``413``;
+5. the tool-call rate of the caller's user (``smriti.mcp_server.limits``): over it,
+   ``429`` with ``Retry-After``;
+6. the ``MCP-Protocol-Version`` header: an unsupported one is ``400`` with a JSON-RPC
    error naming the supported versions.
 
-Then the request goes to the SDK's app with the caller in ``scope["user"]`` and in the
-SDK's context variable (``get_access_token()``). With OAuth, the protected resource
+Then the request goes, through the per-principal session limits
+(``smriti.mcp_server.guard``), to the SDK's app with the caller in ``scope["user"]`` and
+in the SDK's context variable (``get_access_token()``). Refusals are logged with the
+client address and the principal (a refused API key by its id), and written to the
+audit log. With OAuth, the protected resource
 metadata is served at ``/.well-known/oauth-protected-resource`` (and under the
 resource's path, as RFC 9728 places it), without a token.
 """
