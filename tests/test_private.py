@@ -347,3 +347,35 @@ def test_api_keys_name_the_canonical_user(tmp_path: Path) -> None:
     keys.path.write_text(json.dumps(data))
     again = KeyStore(keys.path).check(token)
     assert not isinstance(again, str) and again.user == "dana"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_http_callers_whose_names_differ_in_case_share_one_store(tmp_path: Path) -> None:
+    from smriti.testing.http_users import HttpServer, client, user_env
+
+    storage = tmp_path / "store"
+    keys = KeyStore(storage / ".api-keys.json")
+    first, second = keys.create("Erin"), keys.create("erin")
+    data = json.loads(keys.path.read_text())
+    data["keys"][1]["user"] = "ERIN"  # as a key file written before names were folded
+    keys.path.write_text(json.dumps(data))
+    env = user_env(
+        os.environ, storage, DB_TYPE="kuzu", HOME=str(tmp_path), SMRITI_AUTH="keys",
+        SMRITI_OWNER="off",
+    )  # fmt: skip
+    with HttpServer(env, tmp_path / "server.log") as server:
+        async with client(server.url, first) as session:
+            done = await session.call_tool("smriti_store", {"content": "Erin parks in bay 4"})
+            assert not done.is_error, done
+        async with client(server.url, second) as session:
+            listed = await session.call_tool("smriti_recall", {"mode": "list", "limit": 5})
+            found = [r["content"] for r in listed.structured_content["results"]]
+        log = server.text()
+    assert found == ["Erin parks in bay 4"], log[-2000:]
+    assert sorted(p.name for p in storage.iterdir() if p.is_dir()) == ["erin"]
+    assert log.count("user memory opened") == 1, log[-2000:]
