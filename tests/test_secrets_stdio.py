@@ -48,6 +48,16 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return done
 
 
+def _git_objects(repo: Path) -> bytes:
+    """Every object of a git repository, decompressed (packs and loose objects are
+    zlib-compressed, so a byte search of its files would find nothing)."""
+    done = subprocess.run(
+        ["git", "cat-file", "--batch-all-objects", "--batch"],
+        cwd=repo, capture_output=True, check=True, timeout=60,
+    )  # fmt: skip
+    return done.stdout
+
+
 def _holding(root: Path, needles: list[bytes]) -> dict[str, list[int]]:
     """Every file under ``root`` (binary too) holding any needle: path -> needle numbers."""
     found: dict[str, list[int]] = {}
@@ -75,18 +85,24 @@ def _fakes() -> tuple[str, list[str]]:
 
 
 @pytest.mark.anyio
-async def test_secrets_reach_no_file_export_or_log(tmp_path: Path) -> None:
-    env = _env(tmp_path, "redact")
+async def test_secrets_reach_no_file_export_backup_or_log(tmp_path: Path) -> None:
+    remote = tmp_path / "backup.git"
+    subprocess.run(
+        ["git", "init", "-q", "--bare", "--initial-branch=main", str(remote)], check=True
+    )
+    env = {**_env(tmp_path, "redact"), "BACKUP_TYPE": "git", "GIT_BASE_URL": str(remote),
+           "BACKUP_SYNC_INTERVAL": "0"}  # fmt: skip
     text, fakes = _fakes()
     tag = example("aws-access-key", random.Random("tag"))[1]
     fakes.append(tag)
     private = "my passport number is X1234567"
     stderr = tmp_path / "stderr.log"
-    stored, recalled, refused = await _session(env, stderr, [
+    stored, recalled, refused, synced = await _session(env, stderr, [
         ("smriti_store", {"content": f"{text} <private>{private}</private>",
                           "tags": f"ops,{tag}", "source": "chat"}),
         ("smriti_recall", {"query": "ops notes deploy", "limit": 5}),
         ("smriti_store", {"content": "<PRIVATE>only this\nand this"}),
+        ("smriti_manage", {"action": "sync"}),
     ])  # fmt: skip
     assert not stored.is_error, stored
     kinds = {r["kind"] for r in stored.structured_content["redacted"]}
@@ -94,6 +110,7 @@ async def test_secrets_reach_no_file_export_or_log(tmp_path: Path) -> None:
     shown = json.dumps(recalled.structured_content)
     assert stored.structured_content["id"] in shown and "[redacted:github-token]" in shown
     assert refused.is_error and "only <private> text" in refused.content[0].text
+    assert not synced.is_error, synced
     export = tmp_path / "export.jsonl"
     _cli(env, "export", str(export))
     _cli(env, "owner", "stop")
@@ -102,6 +119,12 @@ async def test_secrets_reach_no_file_export_or_log(tmp_path: Path) -> None:
     exported = export.read_bytes()
     assert b"[redacted:private-key]" in exported
     assert not [n for n in needles if n in exported]
+    pushed = _git_objects(remote)
+    assert b"[redacted:github-token]" in pushed  # the memory is in the backup's history
+    assert not [n for n in needles if n in pushed]
+    working_copies = [p.parent for p in (tmp_path / "store").rglob(".git")]
+    assert working_copies and not [n for c in working_copies for n in needles
+                                   if n in _git_objects(c)]  # fmt: skip
     logs = stderr.read_bytes()
     assert b"serving" in logs and not [n for n in needles if n in logs]
 
