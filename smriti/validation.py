@@ -290,5 +290,44 @@ def storage_dirs(location: Path, user_dir: Path) -> None:
         ancestor = ancestor.parent
     if not ancestor.is_dir():
         raise ConfigError(
-            f"STORAGE_LOCATION={location} cannot be created: {ancestor} is a file, not a directory"
+            f"STORAGE_LOCATION={location} cannot be created: {ancestor} is a file, not a "
+            f"directory; {STORAGE_FIX}"
         )
+    unwritable = unwritable_storage(user_dir)
+    if unwritable is not None:
+        path, why = unwritable
+        raise ConfigError(f"STORAGE_LOCATION={location}: {path} {why}; {STORAGE_FIX}")
+
+
+#: What to do about a store that cannot be written.
+STORAGE_FIX = (
+    "point STORAGE_LOCATION (or --storage) at a directory this user can write, or make "
+    "that path writable"
+)
+
+
+def unwritable_storage(user_dir: Path) -> tuple[Path, str] | None:
+    """The first path of the store in ``user_dir`` this process cannot write (the
+    directory, the files in it, or, before it exists, the nearest existing ancestor
+    where it would be created) and why; None when all can be written."""
+    target = user_dir
+    while not target.exists() and target.parent != target:
+        target = target.parent
+    paths = [target]
+    if target == user_dir and user_dir.is_dir():
+        try:
+            paths += sorted(p for p in user_dir.iterdir() if p.is_file())  # the store's files
+        except OSError as exc:
+            return user_dir, f"cannot be read ({exc.strerror or exc})"
+    for path in paths:
+        if not os.access(path, os.W_OK | (os.X_OK if path.is_dir() else 0)):
+            return path, _why_unwritable(path)
+    return None
+
+
+def _why_unwritable(path: Path) -> str:
+    try:
+        read_only = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # no statvfs on Windows
+        read_only = False
+    return "is on a read-only file system" if read_only else "is not writable by this user"

@@ -12,7 +12,7 @@ from smriti.doctor import probes
 from smriti.doctor.checks import Check, guarded, ok
 from smriti.doctor.privacy import privacy_checks
 from smriti.doctor.settings_view import SettingRow, view
-from smriti.doctor.store import store_checks
+from smriti.doctor.store import store_checks, unusable_store
 from smriti.doctor.team import team_checks
 from smriti.plugins import PluginReport, Registry
 
@@ -82,7 +82,10 @@ def _backend(
     checks = [cc.backend_check(registry, report, settings)]
     backend = choose_backend(registry, settings, settings.accessing_user)
     path = cc.store_path(backend)
-    if path is not None and getattr(backend, "single_process", False):
+    unusable = unusable_store(path) if path is not None else None
+    if unusable is not None:  # no owner could open it either: say why, once
+        checks.append(unusable)
+    elif path is not None and getattr(backend, "single_process", False):
         from smriti.doctor.owner import owner_check, owner_status
 
         status = owner_status(settings)

@@ -38,10 +38,32 @@ def store_checks(path: Path, owner_pid: int | None = None) -> list[Check]:
                 "move it aside or point STORAGE_LOCATION elsewhere",
             )
         ]
+    unusable = unusable_store(path)
+    if unusable is not None:
+        return [unusable]
     if not path.exists():
         return [_missing(path)]
     size = human_size(store_size(path))
     return [ok("store", f"{path} ({size})"), holder_check(path, owner_pid)]
+
+
+def unusable_store(path: Path) -> Check | None:
+    """A failed check when the store at ``path`` (its database file) cannot be written
+    or created (a read-only file system, another user's directory, a file where a
+    directory belongs); None when it can."""
+    from smriti.validation import STORAGE_FIX, unwritable_storage
+
+    path = path.expanduser()
+    blocker = nearest_existing(path.parent)
+    if not blocker.is_dir():
+        detail = f"the store at {path} cannot be created: {blocker} is a file, not a directory"
+        return fail("store", detail, STORAGE_FIX)
+    unwritable = unwritable_storage(path.parent)
+    if unwritable is None:
+        return None
+    where, why = unwritable
+    verb = "cannot be written" if path.exists() else "cannot be created"
+    return fail("store", f"the store at {path} {verb}: {where} {why}", STORAGE_FIX)
 
 
 def _missing(path: Path) -> Check:
