@@ -19,9 +19,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING
 
 from smriti.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from smriti.engine.core import Engine
 
 #: Values of SMRITI_SECRETS.
 MODES = ("redact", "refuse", "allow")
@@ -394,7 +397,7 @@ def screen(mode: str, text: str, tags: Iterable[str] = (), source: str = "") -> 
 
 
 def screen_memory(
-    engine: Any, text: str, tags: list[str], source: str
+    engine: Engine, text: str, tags: list[str], source: str
 ) -> tuple[str, list[str], str, list[dict[str, object]]]:
     """``screen`` with ``engine``'s SMRITI_SECRETS policy, as the store pipeline uses it:
     (content, tags, source, what was hidden)."""
