@@ -189,6 +189,7 @@ def tight_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Htt
         SMRITI_HTTP_BODY_TIMEOUT="1",
         SMRITI_HTTP_KEEPALIVE="1",
         SMRITI_HTTP_MAX_CONNECTIONS="6",
+        SMRITI_SESSION_IDLE="2",
     )
     tokens = make_keys(root / "store" / ".api-keys.json", ["carol", "dave"])
     server = HttpServer(env, root / "server.log").start()
@@ -307,3 +308,12 @@ def test_connections_past_the_limit_are_refused(tight_server: tuple[HttpServer, 
     time.sleep(0.3)  # the server sees them go
     sid = open_session(server.url, tokens["dave"])
     assert sid.status_code == 200
+
+
+def test_an_idle_session_is_closed(tight_server: tuple[HttpServer, dict]) -> None:
+    """SMRITI_SESSION_IDLE=2: a session with nothing in flight for longer is gone."""
+    server, tokens = tight_server
+    sid = open_session(server.url, tokens["dave"]).headers["mcp-session-id"]
+    assert list_tools(server.url, tokens["dave"], sid) == 200
+    time.sleep(4)
+    assert list_tools(server.url, tokens["dave"], sid) == 404
