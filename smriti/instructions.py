@@ -33,10 +33,14 @@ SCAN_CHARS = 20_000
 _I = re.IGNORECASE
 _M = re.IGNORECASE | re.MULTILINE
 
-#: (reason prefix, pattern), checked in order; each gives at most one flag.
-_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+_ASSISTANT = "addresses the assistant"
+#: (reason prefix, trigger words, pattern), checked in order; a reason gives at most one
+#: flag. A pattern runs only when the lower-cased text holds one of its triggers: a
+#: substring test is far cheaper than a regular expression tried at every position.
+_RULES: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
     (
-        "addresses the assistant",
+        _ASSISTANT,
+        ("ignore", "disregard", "forget", "override", "bypass", "skip"),
         re.compile(
             r"\b(?:ignore|disregard|forget|override|bypass|skip)\s+"
             r"(?:(?:all|any|every|each|of|the|your|my|these|those|its)\s+){0,3}"
@@ -50,27 +54,73 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     (
-        "addresses the assistant",
+        _ASSISTANT,
+        ("you are now",),
         re.compile(
             r"\byou\s+are\s+now\s+(?:an?\s+|the\s+|in\s+|my\s+)?"
             r"(?:\w+\s+){0,2}?(?:assistant|ai|model|bot|chatbot|agent|mode|persona|"
-            r"character|dan|jailbroken|unrestricted|unfiltered|free|no\s+longer)\b"
-            r"|\bfrom\s+now\s+on,?\s+(?:you|the\s+assistant|the\s+ai)\s+(?:will|must|are|should)\b"
-            r"|\bnew\s+(?:system\s+)?instructions?\s*:"
-            r"|\b(?:reveal|print|output|repeat|show|leak|dump)\s+(?:me\s+)?(?:your|the)\s+"
-            r"(?:system\s+prompt|hidden\s+instructions|instructions\s+above|initial\s+prompt)"
-            r"|\bif\s+you\s+are\s+(?:an?\s+)?(?:ai|llm|language\s+model|assistant|chatbot)\b"
-            r"|\b(?:dear|attention|note\s+to(?:\s+the)?)\s+(?:ai|assistant|llm|model|agent)\b"
-            r"|\b(?:assistant|ai|llm|claude|chatgpt|gpt-?\d*)\s*[,:]\s*(?:you\s+must|always|"
-            r"never|do\s+not|don't|ignore|reveal|send|delete|forget|output|print|respond|"
-            r"reply|say|execute|run|call)\b"
-            r"|\b(?:when|whenever|if)\s+(?:the\s+|an?\s+)?(?:assistant|ai|model|llm|agent)\s+"
-            r"(?:reads?|sees?|recalls?|retrieves?)\s+this\b",
+            r"character|dan|jailbroken|unrestricted|unfiltered|free|no\s+longer)\b",
             _I,
         ),
     ),
     (
+        _ASSISTANT,
+        ("from now on",),
+        re.compile(
+            r"\bfrom\s+now\s+on,?\s+(?:you|the\s+assistant|the\s+ai)\s+(?:will|must|are|should)\b",
+            _I,
+        ),
+    ),
+    (
+        _ASSISTANT,
+        ("instruction", "prompt"),
+        re.compile(
+            r"\bnew\s+(?:system\s+)?instructions?\s*:"
+            r"|\b(?:reveal|print|output|repeat|show|leak|dump)\s+(?:me\s+)?(?:your|the)\s+"
+            r"(?:system\s+prompt|hidden\s+instructions|instructions\s+above|initial\s+prompt)",
+            _I,
+        ),
+    ),
+    (
+        _ASSISTANT,
+        ("if you are", "dear", "attention", "note to"),
+        re.compile(
+            r"\bif\s+you\s+are\s+(?:an?\s+)?(?:ai|llm|language\s+model|assistant|chatbot)\b"
+            r"|\b(?:dear|attention|note\s+to(?:\s+the)?)\s+(?:ai|assistant|llm|model|agent)\b",
+            _I,
+        ),
+    ),
+    (
+        _ASSISTANT,
+        ("assistant", "llm", "claude", "gpt", "ai,", "ai:", "ai ,", "ai :"),
+        re.compile(
+            r"\b(?:assistant|ai|llm|claude|chatgpt|gpt-?\d*)\s*[,:]\s*(?:you\s+must|always|"
+            r"never|do\s+not|don't|ignore|reveal|send|delete|forget|output|print|respond|"
+            r"reply|say|execute|run|call)\b",
+            _I,
+        ),
+    ),
+    (
+        _ASSISTANT,
+        (
+            "reads this",
+            "read this",
+            "sees this",
+            "see this",
+            "recalls this",
+            "recall this",
+            "retrieves this",
+            "retrieve this",
+        ),
+        re.compile(
+            r"\b(?:when|whenever|if)\s+(?:the\s+|an?\s+)?(?:assistant|ai|model|llm|agent)\s+"
+            r"(?:reads?|sees?|recalls?|retrieves?)\s+this\b",
+            _I,
+        ),
+    ),  # fmt: skip
+    (
         "a role marker",
+        ("system", "assistant", "developer", "inst]", "<<sys>>", "<</sys>>", "##"),
         re.compile(
             r"^\s*(?:#+\s*)?(?:system|assistant|developer)\s*:"
             r"|\[/?INST\]|<</?SYS>>|^\s*#{2,}\s*(?:instruction|system)\b",
@@ -79,10 +129,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     (
         "a chat-template token",
+        ("<",),
         re.compile(r"<\|\s*[a-z][a-z0-9_]*\s*\|>|<\s*/?\s*(?:system|assistant)\s*>", _I),
     ),
     (
         "tool-call syntax",
+        ("<", "{"),
         re.compile(
             r"<\s*/?\s*(?:tool_call|tool_use|tool_calls|function_call|function_calls|"
             r"invoke|tool_code|tool_result)\b[^>]*>"
@@ -93,6 +145,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     (
         "asks for a tool call",
+        ("tool", "function", "smriti_"),
         re.compile(
             r"\b(?:call|invoke|execute|trigger)\s+(?:the\s+)?`?[a-z][\w.-]*`?\s+"
             r"(?:tool|function)\b"
@@ -109,10 +162,11 @@ def instruction_flags(content: str) -> list[dict[str, str]]:
     """The flags of ``content``: one ``{"kind": "instruction", "reason": ...}`` per kind
     of instruction-like text found (empty for ordinary text), in a fixed order."""
     text = content if len(content) <= SCAN_CHARS else _ends(content)
+    lowered = text.lower()
     flags: list[dict[str, str]] = []
     seen: set[str] = set()
-    for reason, pattern in _PATTERNS:
-        if reason in seen:
+    for reason, triggers, pattern in _RULES:
+        if reason in seen or not any(t in lowered for t in triggers):
             continue
         found = pattern.search(text)
         if found is not None:
