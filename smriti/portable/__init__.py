@@ -30,6 +30,13 @@ machine's unchanged store exports its old snapshot's body digest exactly), and a
 anyway so that a Smriti that reads only version 1 refuses a version 2 file ("upgrade
 smriti") instead of importing superseded memories as current ones. Associations of any
 ``relation_type`` (``supersedes`` and ``conflicts`` included) travel unchanged.
+
+Who said a memory travels in two optional fields of its record, ``origin`` (``user``,
+``agent``, ``import:<format>``, ``tool``) and ``principal`` (the authenticated caller
+that stored it), written only when set, within version 2: a reader that predates them
+skips them (nothing is lost that it could use), and a file without them imports with
+``""`` (unknown). ``smriti import`` gives ``import:smriti`` to the memories whose record
+names no origin; a backup restore keeps the file's exactly.
 ``smriti.portable.merge`` merges a file into a non-empty store with rules that make
 machines converge (backups use it before every push).
 
