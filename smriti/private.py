@@ -12,8 +12,8 @@ Three layers make that hold:
   set once and never toggled. The git backup runs git with umask 077 as well.
 - A library user's process keeps its own umask; for them, and for stores made by older
   versions, ``tighten`` strips group and other permissions from the whole user directory
-  each time a store is opened, and the user directory is 0700 so nothing in it can be
-  reached by another user in between.
+  when a store is opened and anything at its top is loose (``smriti.store_dir``), and
+  the user directory is 0700 so nothing in it can be reached by another user in between.
 
 Plugins that write into a store use these helpers too (``from smriti.private import
 private_dir, open_private``).

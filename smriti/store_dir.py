@@ -10,7 +10,8 @@ owner is reached, and by ``Engine.open``), and does two things:
   both (never silently picking one), and it refuses while an owner process still
   holds the old directory.
 - **Private on disk.** STORAGE_LOCATION and the user's directory lose any group or
-  other permission (``smriti.private.tighten``), with one log line when anything changed.
+  other permission (``smriti.private.tighten``, over the whole tree when the directory
+  or an entry directly in it is loose), with one log line when anything changed.
 """
 
 from __future__ import annotations
@@ -39,9 +40,29 @@ def prepare_store(location: Path, user: str) -> Path:
     user = validate_user(user)
     target = adopt_spelling(location, user)
     _tighten_location(location)
-    if target.is_dir():
+    if target.is_dir() and _loose_at_top(target):
         tighten_logged(target, f"the store of user {user!r}")
     return target
+
+
+def _loose_at_top(user_dir: Path) -> bool:
+    """Whether the store or an entry directly in it is loose: the cheap test (a dozen
+    entries) before the whole tree is walked (a git backup's thousands of objects,
+    about 25 µs each). What Smriti writes deeper is created private (private_dir,
+    open_private, git with umask 077); what a native engine makes under a looser umask
+    (Kùzu's WAL, say) lies at the top; and an older store is loose at the top too."""
+    try:
+        entries = [user_dir, *(user_dir / name for name in os.listdir(user_dir))]
+    except OSError:
+        return False
+    for path in entries:
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISLNK(info.st_mode) and info.st_mode & 0o077:
+            return True
+    return False
 
 
 def other_spellings(location: Path, user: str) -> list[Path]:

@@ -226,7 +226,7 @@ def test_doctor_reports_a_loose_store_and_then_a_private_one(
 ) -> None:
     fresh = ok(smriti(env, "doctor", "--json"))
     privacy = {c["name"]: c for c in json.loads(fresh.stdout)["checks"]}["privacy"]
-    assert privacy["status"] == "ok" and "no store yet" in privacy["detail"]
+    assert privacy["status"] == "ok" and "nothing written yet" in privacy["detail"]
 
     ok(smriti(env, "store", "Doctor looks at modes", "--json", SMRITI_OWNER="off"))
     user_dir = base / "store" / "alice"
@@ -245,6 +245,18 @@ def test_doctor_reports_a_loose_store_and_then_a_private_one(
     tight = ok(smriti(env, "doctor", "--json"))
     privacy = {c["name"]: c for c in json.loads(tight.stdout)["checks"]}["privacy"]
     assert privacy["status"] == "ok" and "is private" in privacy["detail"], privacy
+
+
+def test_a_loose_file_at_the_top_has_the_whole_store_tightened(tmp_path: Path) -> None:
+    user_dir = private_dir(tmp_path / "store" / "erin")
+    deep = private_dir(user_dir / "backup-git" / ".git") / "config"
+    deep.write_text("[core]")
+    wal = user_dir / "memory.kuzu.wal"
+    wal.write_text("made by a library process under umask 022")
+    for path in (deep, wal):
+        path.chmod(0o644)
+    assert prepare_store(tmp_path / "store", "Erin") == user_dir
+    assert mode(wal) == mode(deep) == 0o600
 
 
 def test_helpers_ignore_the_umask(tmp_path: Path) -> None:

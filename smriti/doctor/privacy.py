@@ -35,7 +35,7 @@ def _modes(location: Path, user_dir: Path, settings: Settings) -> Check:
     from smriti.auth.keys import keys_file
 
     if not user_dir.exists():
-        return ok("privacy", f"no store yet at {user_dir} (it is created private: 0700 / 0600)")
+        return ok("privacy", f"nothing written yet in {user_dir} (made private: 0700 / 0600)")
     found = _loose_location(location) + loose(user_dir)
     keys = keys_file(settings)
     if keys.is_file():
