@@ -85,7 +85,7 @@ def open_private(path: str | os.PathLike[str], mode: str = "wb", **kwargs: Any) 
         flags = (flags & ~os.O_WRONLY) | os.O_RDWR
     fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
     try:
-        os.fchmod(fd, FILE_MODE)  # an existing file keeps its old mode otherwise
+        _fchmod(fd)  # an existing file keeps its old mode otherwise
         return os.fdopen(fd, mode, **kwargs)
     except BaseException:
         os.close(fd)
@@ -97,10 +97,15 @@ def make_private(path: str | os.PathLike[str]) -> Path:
     content kept), before a library that takes a file name writes it."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
     try:
-        os.fchmod(fd, FILE_MODE)
+        _fchmod(fd)
     finally:
         os.close(fd)
     return Path(path)
+
+
+def _fchmod(fd: int) -> None:
+    if hasattr(os, "fchmod"):  # not on Windows, where modes mean little
+        os.fchmod(fd, FILE_MODE)
 
 
 def copy_private(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> Path:
@@ -124,9 +129,9 @@ def tighten(tree: str | os.PathLike[str]) -> list[Path]:
     changed: list[Path] = []
     for path, mode in _walk_loose(Path(tree)):
         try:
-            os.chmod(path, mode & ~OTHERS, follow_symlinks=False)
-        except (FileNotFoundError, NotImplementedError):
-            continue  # removed meanwhile; or a platform without lchmod
+            os.chmod(path, mode & ~OTHERS)  # never a symlink: _walk_loose skips them
+        except FileNotFoundError:  # removed meanwhile
+            continue
         changed.append(path)
     return changed
 

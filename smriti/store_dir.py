@@ -153,7 +153,7 @@ def _tighten_location(location: Path) -> None:
         return
     if not stat.S_ISDIR(info.st_mode) or info.st_mode & stat.S_ISVTX:
         return
-    if not info.st_mode & 0o077 or info.st_uid != os.getuid():
+    if not info.st_mode & 0o077 or info.st_uid != getattr(os, "getuid", lambda: info.st_uid)():
         return
     os.chmod(location, stat.S_IMODE(info.st_mode) & ~0o077)
     log.warning("STORAGE_LOCATION was listable by other users; made private", path=str(location))

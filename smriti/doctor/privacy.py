@@ -58,7 +58,7 @@ def _loose_location(location: Path) -> list[Path]:
         info = os.lstat(location)
     except OSError:
         return []
-    shared = info.st_mode & stat.S_ISVTX or info.st_uid != os.getuid()
+    shared = info.st_mode & stat.S_ISVTX or info.st_uid != getattr(os, "getuid", lambda: 0)()
     return [location] if info.st_mode & 0o077 and not shared else []
 
 
