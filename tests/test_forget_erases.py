@@ -239,3 +239,84 @@ def test_smriti_purge_removes_a_memory_from_the_git_backup_history(
             ["git", "show", f"main:{USER}/memory.jsonl"], cwd=remote, capture_output=True
         ).stdout
     )
+
+
+@pytest.mark.anyio
+async def test_manage_purge_and_a_purging_correction_over_mcp(storage: Path) -> None:
+    from smriti.mcp_server.tools import needed_scope
+
+    assert needed_scope("smriti_manage", {"action": "purge"}) == "write"
+    first, second = token(), token()
+    async with served(storage) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        props = tools["smriti_manage"].input_schema["properties"]
+        assert "purge" in props["action"]["enum"] and props["purge"]["type"] == "boolean"
+        for fact in FACTS[:4]:
+            ok(await client.call_tool("smriti_store", {"content": fact}))
+        old = ok(await client.call_tool("smriti_store", {"content": f"the PIN is {first}"}))
+        other = ok(await client.call_tool("smriti_store", {"content": f"my alias {second}"}))
+        assert files_holding(storage, first) and files_holding(storage, second)
+        fixed = ok(await client.call_tool("smriti_manage", {
+            "action": "correct", "memory_id": old["id"], "content": "the PIN changed",
+            "purge": True,
+        }))["corrected"]  # fmt: skip
+        assert fixed["purged"] == [old["id"]]
+        assert files_holding(storage, first) == []
+        purged = ok(await client.call_tool(
+            "smriti_manage", {"action": "purge", "memory_id": other["id"]}
+        ))["purged"]  # fmt: skip
+        assert purged["erased"] and purged["backup"] == "none" and purged["warning"]
+        assert files_holding(storage, second) == []
+        again = await client.call_tool(
+            "smriti_manage", {"action": "purge", "memory_id": other["id"]}
+        )  # a memory already forgotten here: only its backup would be purged
+        assert not again.is_error, again.content
+        missing = await client.call_tool(
+            "smriti_manage", {"action": "purge", "memory_id": "f" * 32}
+        )
+        assert missing.is_error
+
+
+def test_a_forget_from_another_machine_is_erased_at_the_next_sync(tmp_path: Path) -> None:
+    import smriti_backend_kuzu.plugin as kuzu_plugin
+    import smriti_backup_git.plugin as git_plugin
+
+    from smriti.config import Settings
+    from smriti.engine import Engine
+    from smriti.plugins import create_plugin_manager
+
+    remote = tmp_path / "remote.git"
+    subprocess.run(
+        ["git", "init", "-q", "--bare", "--initial-branch=main", str(remote)], check=True
+    )
+
+    def machine(name: str) -> Engine:
+        pm, _ = create_plugin_manager(load_entry_points=False, environ={})
+        pm.register(kuzu_plugin)
+        pm.register(git_plugin)
+        env = {"STORAGE_LOCATION": str(tmp_path / name), "ACCESSING_USER": USER,
+               "DB_TYPE": "kuzu", "SMRITI_EMBEDDER": "lexical", "BACKUP_TYPE": "git",
+               "GIT_BASE_URL": str(remote), "CONSOLIDATION_INTERVAL": "0",
+               "BACKUP_SYNC_INTERVAL": "0"}  # fmt: skip
+        return Engine.from_settings(Settings.from_env(env), pm).open()
+
+    word = token()
+    one, two = machine("one"), machine("two")
+    try:
+        for fact in FACTS[:3]:
+            one.store(fact)
+        secret = one.store(f"the boat key is under {word}").engram.id
+        one.sync()
+        two.sync()
+        store = tmp_path / "two" / USER
+        assert files_holding(store, word), "the other machine never got the memory"
+        one.forget(secret)
+        one.sync()
+        two.sync()
+        assert two.backend.count_engrams() == 3
+        # its git working copy keeps the old commits (other clones keep copies: purge
+        # rewrites the remote); every file of the store itself is clean
+        assert [f for f in files_holding(store, word) if not f.startswith("backup-git")] == []
+    finally:
+        one.close()
+        two.close()
