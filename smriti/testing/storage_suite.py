@@ -536,6 +536,24 @@ class StorageBackendTests:
         assert [c for c, _ in nearest_cues(backend, b.embedding, 5)] == [a.id]
         assert backend.delete_orphan_cues() == 0
 
+    def test_erase_deleted_drops_orphaned_cues_and_keeps_the_rest(
+        self, backend: StorageBackend, build: GraphBuilder
+    ) -> None:
+        a, b = build.cue("kept"), build.cue("zqxjorphan")
+        self.store(backend, build.engram(1), [a, b])
+        self.store(backend, build.engram(2), [a], [Association("e00002", "e00001", 0.9)])
+        self.store(backend, build.engram(3), [a])
+        backend.delete_engrams(["e00001"])
+        assert backend.erase_deleted() == 1
+        assert backend.get_cues(["zqxjorphan"]) == []
+        assert sorted(e.id for e in backend.iter_engrams()) == ["e00002", "e00003"]
+        assert [c.id for c in backend.iter_cues()] == [a.id]
+        counts = backend.counts()
+        assert (counts["links"], counts["associations"], counts["cooccurrences"]) == (2, 0, 0)
+        assert backend.erase_deleted() == 0
+        self.store(backend, build.engram(4), [a, build.cue("after")])  # still writable
+        assert backend.count_engrams() == 3
+
     # -- listing, counting, stats ---------------------------------------------------------
     def test_list_engrams_by_last_access(
         self, backend: StorageBackend, build: GraphBuilder
