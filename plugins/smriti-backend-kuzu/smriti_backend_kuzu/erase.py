@@ -25,6 +25,7 @@ import csv
 import os
 import shutil
 import time
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -95,10 +96,13 @@ class EraseMixin(_Self):  # type: ignore[misc,valid-type]
             except RuntimeError as exc:
                 raise BackendError(f"cannot export {self.path} to erase: {exc}") from exc
             dropped = _export_live_cues(export)
-            self._close_for_swap()
             try:
+                self._close_for_swap()
                 _import(self._driver, fresh, export)
                 self._lower_manifest_size(fresh.stat().st_size)
+                # The old file was checkpointed and closed: a WAL left beside it holds
+                # nothing the export lacks, and must not be replayed into the new file.
+                self.path.with_name(self.path.name + ".wal").unlink(missing_ok=True)
                 os.replace(fresh, self.path)
                 _sync_dir(self.path.parent)
             finally:
@@ -121,7 +125,8 @@ class EraseMixin(_Self):  # type: ignore[misc,valid-type]
         memory (cues, engram ids): the rebuilt file holds the same rows."""
         with self._conns_lock:
             for conn in self._conns:
-                conn.close()
+                with suppress(Exception):  # as close(): closing the database flushes
+                    conn.close()
             self._conns.clear()
             self._generation += 1
             db, self._db = self._db, None
@@ -130,6 +135,8 @@ class EraseMixin(_Self):  # type: ignore[misc,valid-type]
     def _reopen_after_swap(self) -> None:
         from smriti_backend_kuzu.backend import MAX_DB_BYTES
 
+        if self._db is not None:  # the old database never closed: it is still in use
+            return
         self._db = self._driver.Database(  # type: ignore[union-attr]
             str(self.path),
             buffer_pool_size=self.buffer_mb * 2**20,

@@ -1,0 +1,90 @@
+"""erase_deleted on a real Kùzu store: the deleted bytes leave every file, and a failed
+or interrupted erase leaves the store as it was."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import smriti_backend_kuzu.erase as erase
+from smriti_backend_kuzu.backend import KuzuBackend
+
+from smriti.errors import BackendError
+from smriti.testing import GraphBuilder
+
+TOKEN = "zqxjtokenvortex"
+Factory = Callable[..., KuzuBackend]
+
+
+def files_holding(root: Path, needle: str) -> list[str]:
+    return sorted(
+        p.name for p in root.rglob("*") if p.is_file() and needle.encode() in p.read_bytes()
+    )
+
+
+def fill(backend: KuzuBackend, build: GraphBuilder) -> None:
+    """Three memories; the first holds the token in its content and in a cue of its own."""
+    shared = build.cue("shared")
+    backend.add_memory(
+        build.engram(1, content=f"the code is {TOKEN}"), [shared, build.cue(TOKEN)], []
+    )
+    for i in (2, 3):
+        backend.add_memory(build.engram(i), [shared], [])
+    backend.write_queued()
+
+
+@pytest.fixture
+def build() -> GraphBuilder:
+    return GraphBuilder(8)
+
+
+def test_deleted_bytes_stay_after_a_checkpoint_and_go_after_the_erase(
+    kuzu_factory: Factory, build: GraphBuilder, tmp_path: Path
+) -> None:
+    backend = kuzu_factory("alice")
+    fill(backend, build)
+    backend.delete_engrams(["e00001"])
+    with backend._exclusive():
+        assert backend._checkpoint(force=True)
+    # why the erase exists: Kùzu keeps what it deleted in the file
+    assert "memory.kuzu" in files_holding(tmp_path / "alice", TOKEN)
+    assert backend.erase_deleted() == 1
+    assert files_holding(tmp_path / "alice", TOKEN) == []
+    assert sorted(e.id for e in backend.iter_engrams()) == ["e00002", "e00003"]
+    assert backend.get_cues([TOKEN]) == []
+    backend.add_memory(build.engram(4), [build.cue("shared")], [])  # writable after
+    assert backend.count_engrams() == 3
+
+
+def test_a_failed_rebuild_leaves_the_store_as_it_was(
+    kuzu_factory: Factory, build: GraphBuilder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend = kuzu_factory("alice")
+    fill(backend, build)
+    backend.delete_engrams(["e00001"])
+
+    def failing(*args: object) -> None:
+        raise BackendError("cannot rebuild memory.kuzu to erase: injected")
+
+    monkeypatch.setattr(erase, "_import", failing)
+    with pytest.raises(BackendError, match="injected"):
+        backend.erase_deleted()
+    assert not backend.erase_scratch.exists(), "the export (the store's texts) was left"
+    assert sorted(e.id for e in backend.iter_engrams()) == ["e00002", "e00003"]
+    monkeypatch.undo()
+    assert backend.erase_deleted() == 1  # the next erase does it
+    assert files_holding(tmp_path / "alice", TOKEN) == []
+
+
+def test_what_an_interrupted_erase_left_is_removed_at_open(tmp_path: Path) -> None:
+    path = tmp_path / "alice" / "memory.kuzu"
+    left = path.with_name(path.name + erase.SCRATCH_SUFFIX) / "export"
+    left.mkdir(parents=True)
+    (left / "Engram.csv").write_text(f"e1,{TOKEN}\n")
+    backend = KuzuBackend("alice", path)
+    backend.open()
+    try:
+        assert files_holding(tmp_path, TOKEN) == []
+    finally:
+        backend.close()
