@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from smriti import validation
 from smriti.engine import versions
-from smriti.errors import NotFound
+from smriti.errors import BackupError, NotFound
 from smriti.logs import get_logger
 
 if TYPE_CHECKING:
@@ -92,8 +92,14 @@ def purge(engine: Engine, memory_id: object) -> dict[str, Any]:
         "warning": WARNING,
     }
     if engine.backup.name != "none":
-        engine.sync()  # the current snapshot without it, with its tombstone
-        out["backup_purge"] = engine.backup.purge([key])
+        try:
+            engine.sync()  # the current snapshot without it, with its tombstone
+            out["backup_purge"] = engine.backup.purge([key])
+        except BackupError as exc:
+            raise BackupError(
+                f"memory {key} is forgotten and erased from this store, but not yet from "
+                f"the backup: {exc}. Run `smriti purge {key}` again once that is fixed"
+            ) from exc
     log.info("memory purged", memory_id=key, backup=engine.backup.name)
     return out
 
