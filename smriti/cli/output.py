@@ -55,7 +55,7 @@ def _value(value: Any) -> str:
 
 def format_stored(data: Mapping[str, Any]) -> str:
     """A stored memory: id, type, importance, summary, cues; whether it repeated an
-    existing memory, and which ones it may contradict."""
+    existing memory, which ones it closely resembles and which it may contradict."""
     cues = ", ".join(f"{c['name']} ({c['type']})" for c in data.get("cues", []))
     lines = {
         ("already stored" if data.get("deduplicated") else "stored"): data["id"],
@@ -67,6 +67,11 @@ def format_stored(data: Mapping[str, Any]) -> str:
         "associations": data.get("associations", 0),
         "origin": _origin(data),
     }
+    near = data.get("near_duplicates") or []
+    if near:
+        lines["resembles"] = ", ".join(
+            f"{c['id']} ({float(c['similarity']):.2f}: {snippet(c['summary'], 40)})" for c in near
+        )
     conflicts = data.get("possible_conflicts") or []
     if conflicts:
         lines["may conflict with"] = ", ".join(
@@ -175,9 +180,15 @@ def format_corrected(data: Mapping[str, Any]) -> str:
 
 
 def format_history(data: Mapping[str, Any]) -> str:
-    """``smriti history``: the versions as a table, oldest first."""
+    """``smriti history``: the versions as a table, oldest first, then the memories
+    merged into them."""
     rows = [(_minute(v["created_at"]), v["id"], _memory(v)) for v in data["versions"]]
-    return table(("CREATED", "ID", "MEMORY"), rows)
+    text = table(("CREATED", "ID", "MEMORY"), rows)
+    merged = data.get("merged") or []
+    if merged:
+        rows = [(_minute(m["created_at"]), m["id"], _memory(m)) for m in merged]
+        text += "\nmerged into it:\n" + table(("CREATED", "ID", "MEMORY"), rows)
+    return text
 
 
 def format_related(data: Mapping[str, Any]) -> str:

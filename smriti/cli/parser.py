@@ -13,6 +13,7 @@ from smriti.cli import (
     owner_command,
     portable_commands,
     reembed_command,
+    tidy_commands,
 )
 
 DESCRIPTION = """\
@@ -106,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     doctor_command.add_parser(sub, common)
     reembed_command.add_parser(sub, common)
     graph_commands.add_parsers(sub, common)
+    tidy_commands.add_parsers(sub, common)
     owner_command.add_parser(sub, common)
     keys_command.add_parser(sub, common)
     return parser

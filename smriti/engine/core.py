@@ -253,6 +253,20 @@ class Engine:
         """Memories linked to ``memory_id``, with relation and strength."""
         return versions.related(self, memory_id, limit)
 
+    def duplicates(
+        self, threshold: object = None, limit: object = None, stale_days: object = None
+    ) -> dict[str, Any]:
+        """Groups of near-duplicate memories and stale ones (``smriti.engine.tidy``)."""
+        from smriti.engine import tidy
+
+        return tidy.duplicates_report(self, threshold, limit, stale_days)
+
+    def merge(self, memory_id: object, memory_ids: object) -> dict[str, Any]:
+        """Merge ``memory_ids`` into ``memory_id`` (``smriti.engine.tidy``)."""
+        from smriti.engine import tidy
+
+        return tidy.merge(self, memory_id, memory_ids)
+
     def content_lock(self, key: str) -> threading.Lock:
         """One of a fixed set of locks, chosen by ``key``: stores of the same text pass
         the duplicate check one at a time."""

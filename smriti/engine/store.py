@@ -41,17 +41,20 @@ class StoreOutcome:
     """The stored engram, its cues and how many associations it got.
 
     ``deduplicated``: nothing was written; ``engram`` is the existing memory the content
-    duplicates, strengthened. ``conflicts``: (engram, cosine) of existing memories that
-    may say something else about the same thing (``smriti.engine.duplicates``).
+    repeats, strengthened. ``near_duplicates``: (engram, cosine) of existing memories
+    the new one closely resembles (it was stored, and linked to them). ``conflicts``:
+    (engram, cosine) of existing memories that may say something else about the same
+    thing (``smriti.engine.duplicates``).
     """
 
     engram: Engram
     cues: list[Cue] = field(default_factory=list)
     associations: int = 0
-    deduplicated: bool = False
-    conflicts: list[tuple[Engram, float]] = field(default_factory=list)
     #: What ``smriti.secrets.screen`` removed: ``[{"kind", "count"}]``, never the text.
     redacted: list[dict[str, object]] = field(default_factory=list)
+    deduplicated: bool = False
+    conflicts: list[tuple[Engram, float]] = field(default_factory=list)
+    near_duplicates: list[tuple[Engram, float]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
         """The tool-facing representation."""
@@ -72,6 +75,10 @@ class StoreOutcome:
             "origin": e.origin,
             "principal": e.principal,
             "deduplicated": self.deduplicated,
+            "near_duplicates": [
+                {"id": c.id, "summary": c.summary, "similarity": round(sim, 4)}
+                for c, sim in self.near_duplicates
+            ],
             "possible_conflicts": [
                 {"id": c.id, "summary": c.summary, "similarity": round(sim, 4)}
                 for c, sim in self.conflicts
@@ -134,10 +141,12 @@ def store(
     ``provenance`` (validated) records who said it: the new memory's ``origin`` and
     ``principal`` (unknown when None). A repeat keeps the existing memory's.
 
-    Content that duplicates an existing memory is not stored again: the existing one is
-    strengthened and returned with ``deduplicated`` (``smriti.engine.duplicates``). A
-    ``correction`` (``smriti.engine.versions``) is never a duplicate: it becomes a new
-    version of ``correction.old``.
+    Content that repeats an existing memory (the same text up to case, spacing and
+    punctuation) is not stored again: the existing one is strengthened and returned
+    with ``deduplicated``. Anything else is stored; existing memories it closely
+    resembles are linked to it and reported as ``near_duplicates``
+    (``smriti.engine.duplicates``). A ``correction`` (``smriti.engine.versions``) is
+    never a duplicate: it becomes a new version of ``correction.old``.
     """
     text = validation.content(content, engine.settings.max_content_chars)
     weight = validation.importance(importance)
@@ -205,12 +214,15 @@ def _write(
         principal=provenance.principal if provenance is not None else "",
     )
     conflicts = found.conflicts or []
+    near = found.near_duplicates or []
     # A correction takes its old version's place; it is not the next thing said.
     previous = engine.timeline.advance(engram.id, now) if correction is None else None
 
     def search() -> tuple[list[Association], int]:
         linked, cluster = associate(engine, found.hits, found.engrams)
         edges = {t: Association(engram.id, t, sim, "semantic", now) for t, sim in linked}
+        for other, sim in near:
+            edges[other.id] = Association(engram.id, other.id, sim, duplicates.NEAR_DUPLICATE, now)
         # Only a memory that says something changed outranks the one it contradicts:
         # look-alike statements are reported, but ranked on their own merits.
         for other, sim in conflicts if duplicates.announces_change(text) else ():
@@ -231,7 +243,9 @@ def _write(
     # The backend may run the search while it writes the rest of the memory.
     stored = engine.backend.add_memory_with_search(engram, cues, search)
     engine.after_write(stored.cues)
-    return StoreOutcome(stored.engram, stored.cues, stored.associations, conflicts=conflicts)
+    return StoreOutcome(
+        stored.engram, stored.cues, stored.associations, conflicts=conflicts, near_duplicates=near
+    )
 
 
 def deduplicated(engine: Engine, existing: Engram, weight: float, tags: list[str]) -> StoreOutcome:

@@ -29,8 +29,11 @@ if TYPE_CHECKING:
 
 #: Longest version chain walked (a guard against a cycle in imported data).
 MAX_VERSIONS = 1000
+#: The relation type of the edge from a survivor to each memory merged into it
+#: (``smriti.engine.tidy``).
+MERGED = "merged"
 #: Relations that are version bookkeeping, not associations a correction carries over.
-VERSION_RELATIONS = ("supersedes",)
+VERSION_RELATIONS = ("supersedes", MERGED)
 #: Cues encoding more engrams than this say little about relatedness.
 RELATED_CUE_MAX_DEGREE = 50
 RELATED_MAX = 100
@@ -103,9 +106,26 @@ def _follow(engine: Engine, e: Engram, link: str, seen: set[str]) -> list[Engram
 
 
 def history(engine: Engine, memory_id: object) -> dict[str, Any]:
-    """The version chain of a memory, oldest first."""
+    """The version chain of a memory, oldest first, and the memories merged into each
+    version (``smriti.engine.tidy``)."""
     e = fetch(engine, memory_id, "show the history of")
-    return {"memory_id": e.id, "versions": [memory_out(v) for v in chain(engine, e)]}
+    versions = chain(engine, e)
+    merged = _engrams(engine, [i for v in versions for i in merged_into(engine, v)])
+    return {
+        "memory_id": e.id,
+        "versions": [memory_out(v) for v in versions],
+        "merged": [memory_out(m) for m in sorted(merged, key=lambda m: (m.superseded_at, m.id))],
+    }
+
+
+def merged_into(engine: Engine, e: Engram) -> list[str]:
+    """Ids of the memories merged into ``e``."""
+    around = engine.backend.neighbourhood(Expand([e.id], RELATED_MAX, 0, 0))
+    return [
+        a.target_id
+        for a in around.associations
+        if a.relation_type == MERGED and a.source_id == e.id
+    ]
 
 
 def correct(
@@ -223,6 +243,8 @@ def related(engine: Engine, memory_id: object, limit: object = 10) -> dict[str, 
             relation = "superseded_by"
         elif a.relation_type == FOLLOWS and not out:
             relation = "followed_by"
+        elif a.relation_type == MERGED and not out:
+            relation = "merged_into"
         offer(a.target_id if out else a.source_id, relation, a.strength)
     if e.superseded_by:
         offer(e.superseded_by, "superseded_by", 1.0)

@@ -48,6 +48,8 @@ REPEATABLE = frozenset(
         "related",
         "update",
         "correct",
+        "duplicates",
+        "merge",
     }
 )
 
@@ -168,6 +170,14 @@ def _related(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> 
     return engine.related(args.get("memory_id"), limit=args.get("limit", 10))
 
 
+def _duplicates(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+    return engine.duplicates(args.get("threshold"), args.get("limit"), args.get("stale_days"))
+
+
+def _merge(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+    return engine.merge(args.get("memory_id"), args.get("memory_ids"))
+
+
 def _forget(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
     key = args.get("memory_id")
     try:
@@ -277,6 +287,8 @@ OPS: dict[str, Op] = {
     "history": _history,
     "update": _update,
     "related": _related,
+    "duplicates": _duplicates,
+    "merge": _merge,
     "consolidate": _consolidate,
     "sync": _sync,
     "stats": _stats,

@@ -164,6 +164,20 @@ class Service:
         relation, strength, via), best first."""
         return self.call("related", {"memory_id": memory_id, "limit": limit})
 
+    def duplicates(
+        self, threshold: object = None, limit: object = None, stale_days: object = None
+    ) -> dict[str, Any]:
+        """Groups of near-duplicate memories (``groups``, each with its ``memories``,
+        newest first, and their closest ``similarity``) and ``stale`` ones, never
+        recalled in ``stale_days``."""
+        args = {"threshold": threshold, "limit": limit, "stale_days": stale_days}
+        return self.call("duplicates", args)
+
+    def merge(self, memory_id: object, memory_ids: object) -> dict[str, Any]:
+        """Merge the memories ``memory_ids`` into ``memory_id``: the survivor
+        (``memory``) and the ``merged`` ids, which are kept as superseded versions."""
+        return self.call("merge", {"memory_id": memory_id, "memory_ids": memory_ids})
+
     def forget(self, memory_id: object) -> dict[str, Any]:
         """Delete a memory; the forgotten memory's id, summary, type and creation time."""
         return self.call("forget", {"memory_id": memory_id})
