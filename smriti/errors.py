@@ -47,3 +47,8 @@ class BackupError(SmritiError):
 
 class ProviderError(SmritiError):
     """An embedding or LLM provider failed after its retries."""
+
+
+class Cancelled(SmritiError):
+    """A long operation stopped because the process that asked for it left (a killed
+    ``smriti import`` or ``consolidate``); see the operation for what it kept."""

@@ -52,6 +52,11 @@ class Progress:
         self.done += n
         self._draw()
 
+    def checkpoint(self) -> None:
+        """A long operation calls this where it may stop (between batches). Here it does
+        nothing; the owner process's Progress raises ``Cancelled`` there once the
+        process that asked for the operation has left."""
+
     def _draw(self, force: bool = False) -> None:
         if not self.enabled:
             return

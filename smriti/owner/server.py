@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from smriti import __version__
-from smriti.errors import BackendError, SmritiError
+from smriti.errors import BackendError, Cancelled, SmritiError
 from smriti.logs import get_logger
 from smriti.owner import ops, protocol
 from smriti.owner.paths import OwnerPaths
@@ -74,6 +74,8 @@ class _Client:
         self.requests = 0
         #: The sequence number of the last warning handed to this process.
         self.seen = 0
+        #: Set when the process disconnects: its long operations stop (``Cancelled``).
+        self.gone = threading.Event()
 
     def send(self, message: dict[str, Any]) -> None:
         """Write one message; a client that left is ignored."""
@@ -91,20 +93,34 @@ class _Client:
 
 
 class _RelayProgress(Progress):
-    """A Progress whose calls are sent to the client that asked for the operation."""
+    """A Progress whose calls are sent to the client that asked for the operation, and
+    that stops the operation (``Cancelled``) once that client has gone: a killed
+    ``smriti import`` must not go on writing into the store with nobody to tell."""
 
-    def __init__(self, send: Callable[[dict[str, Any]], None], label: str, total: int | None):
+    def __init__(
+        self,
+        send: Callable[[dict[str, Any]], None],
+        label: str,
+        total: int | None,
+        gone: threading.Event | None = None,
+    ):
         super().__init__(label, total, enabled=False)
         self._send = send
+        self._gone = gone
         self._unsent = 0
         self._sent_at = 0.0
         send({"start": [label, total]})
 
+    def checkpoint(self) -> None:
+        if self._gone is not None and self._gone.is_set():
+            raise Cancelled(f"{self.label}: stopped, the process that asked for it has left")
+
     def set_label(self, label: str, total: int | None = None) -> None:
-        self._flush()
+        self._flush()  # no checkpoint: a new phase may begin with work on another thread
         self._send({"label": [label, total]})
 
     def advance(self, n: int = 1) -> None:
+        self.checkpoint()
         self._unsent += n
         if time.monotonic() - self._sent_at >= PROGRESS_SECONDS:
             self._flush()
@@ -373,6 +389,7 @@ class OwnerServer:
         except OSError:
             pass
         finally:
+            client.gone.set()
             with self._lock:
                 self._clients.pop(id(client), None)
                 self._last_activity = time.monotonic()
@@ -407,16 +424,20 @@ class OwnerServer:
 
     def _run(self, client: _Client, key: Any, op: str, args: dict[str, Any], relay: bool) -> None:
         def send_progress(event: dict[str, Any]) -> None:
-            client.send({"id": key, "progress": event})
+            if relay:
+                client.send({"id": key, "progress": event})
 
         def factory(label: str, total: int | None) -> Progress:
-            return _RelayProgress(send_progress, label, total)
+            return _RelayProgress(send_progress, label, total, client.gone)
 
         try:
             assert self.engine is not None
             with self._recall_slots if op == "recall" else nullcontext():
-                result = ops.run(self.engine, op, args, factory if relay else False)
+                result = ops.run(self.engine, op, args, factory)
             self._answer(client, {"id": key, "result": result})
+        except Cancelled as exc:
+            log.warning("operation stopped: its process left", op=op, by_pid=client.pid)
+            self._answer(client, {"id": key, "error": protocol.error_payload(exc)})
         except SmritiError as exc:
             self._answer(client, {"id": key, "error": protocol.error_payload(exc)})
         except Exception:

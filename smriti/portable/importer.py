@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -95,7 +96,47 @@ def read_trailer(path: str | os.PathLike[str]) -> dict[str, Any]:
     return trailer
 
 
+#: Stores (by backend object) an import is running into: one at a time each, so that
+#: the empty-store check and the import that relies on it are one step.
+_IMPORTING: set[int] = set()
+_IMPORTING_LOCK = threading.Lock()
+#: Lines read between checks whether the import should stop (``Progress.checkpoint``).
+CHECK_LINES = 1000
+
+
 def import_store(
+    target: Engine | StorageBackend,
+    path: str | os.PathLike[str],
+    progress: ProgressArg = None,
+    *,
+    merge: bool = False,
+    origin: str | None = None,
+) -> ImportReport:
+    """Load an export file into ``target``, one import at a time per store (see
+    ``_import`` for what it does).
+
+    A second import while one runs is refused (InvalidInput), so two imports cannot
+    both find the store empty. An import stops between batches when its progress
+    says so (``Cancelled``: the process that asked for it left). The batches already
+    written stay; the store is then no longer empty, and importing the same file with
+    ``merge=True`` completes it (records with the same id replace those written).
+    """
+    backend, _ = source_of(target)
+    with _IMPORTING_LOCK:
+        if id(backend) in _IMPORTING:
+            raise InvalidInput(
+                f"an import into the store of user {backend.user!r} is already running; "
+                "wait for it to finish, then try again"
+            )
+        _IMPORTING.add(id(backend))
+    try:
+        return _import(target, path, progress, merge=merge, origin=origin)
+    finally:
+        with _IMPORTING_LOCK:
+            _IMPORTING.discard(id(backend))
+
+
+def _import(
     target: Engine | StorageBackend,
     path: str | os.PathLike[str],
     progress: ProgressArg = None,
@@ -152,6 +193,8 @@ def import_store(
         f.readline()
         digest = LineDigest()
         for lineno, line in enumerate(f, start=2):
+            if lineno % CHECK_LINES == 0:
+                bar.checkpoint()
             digest.update(line)
             if line.strip():
                 _import_line(loader, line, lineno, dims, merge)
@@ -341,6 +384,8 @@ class _Loader:
         return False
 
     def flush(self) -> None:
+        if self.bar is not None:
+            self.bar.checkpoint()  # a batch is written whole or not at all
         p = self.pending
         if self.embedder is not None:
             p["engrams"] = self._re_embed(p["engrams"], [e.content for e in p["engrams"]])
