@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 from smriti.cli import output
@@ -70,9 +71,16 @@ def serve(args: argparse.Namespace) -> int:
         early = EarlyInitialize().start()  # answers initialize while the SDK is imported
     from smriti.mcp_server import run_server
 
-    return run_server(
+    code = run_server(
         settings, transport=args.transport, host=args.host, port=args.port, early=early
     )
+    # The server is closed; only the interpreter's exit is left. Python puts the
+    # default handlers back while it finalizes, so a client's repeated SIGTERM (the MCP
+    # SDK signals the process group) would end this clean exit as "killed by SIGTERM".
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with suppress(ValueError):  # only the main thread may (a server run on another)
+            signal.signal(sig, signal.SIG_IGN)
+    return code
 
 
 def store(args: argparse.Namespace) -> int:
