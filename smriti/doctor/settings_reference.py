@@ -25,7 +25,8 @@ MEANINGS: dict[str, str] = {
     "ACCESSING_USER": "Whose memory this is; one store (or tenant, graph) per user. Case "
     "and Unicode width do not matter: `Bob`, `BOB` and `bob` are the one user `bob`.",
     "STORAGE_LOCATION": "Directory of the embedded stores: `{STORAGE_LOCATION}/{user}/`, "
-    "made private (directories 0700, files 0600) whatever the umask.",
+    "made private (directories 0700, files 0600) whatever the umask. It must be "
+    "writable: otherwise the server and every command stop at startup saying so.",
     "DB_TYPE": "Storage backend: `kuzu` (`ladybug` alias), `neo4j`, `falkordb`, or a plugin.",
     "LLM_BASE_URL": "OpenAI-compatible API for cue extraction (Ollama, vLLM, LM Studio, ...).",
     "LLM_API_KEY": "API key of the LLM; with no key and the default URL, no LLM is used.",
