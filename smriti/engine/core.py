@@ -289,9 +289,7 @@ class Engine:
                 tombstones.record(self.backend, [tombstones.forgotten(key)])
             if not found or not self.backend.delete_engrams([key]):
                 raise NotFound(f"no memory with id {key!r} for user {self.user!r}")
-        self._size = max(0, self._size - 1)
-        self.timeline.forget(key)
-        self.dirty.set()
+        self.forgotten_locally([key])
         self.erase()
         return found[0]
 
