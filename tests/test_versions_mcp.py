@@ -109,13 +109,16 @@ async def test_tools_list_publishes_the_new_parameters_and_results(tmp_path: Pat
         prompt = await client.get_prompt("smriti_system_prompt")
     manage_tool = tools["smriti_manage"]
     props = manage_tool.input_schema["properties"]
-    assert set(props) == {"action", "memory_id", "content", "importance", "tags", "limit"}
-    assert props["action"]["enum"] == [
-        "get", "correct", "history", "update", "related", "forget", "stats", "consolidate",
-        "sync",
-    ]  # fmt: skip
+    assert {"action", "memory_id", "content", "importance", "tags", "limit", "memory_ids"} <= set(
+        props
+    )
+    assert {
+        "get", "correct", "history", "update", "related", "duplicates", "merge", "forget",
+        "stats", "consolidate", "sync",
+    } <= set(props["action"]["enum"])  # fmt: skip
     outputs = set(manage_tool.output_schema["properties"])
     assert {"memory", "corrected", "history", "updated", "related", "forgotten"} <= outputs
+    assert {"duplicates", "merged"} <= outputs
     recall_props = tools["smriti_recall"].input_schema["properties"]
     assert {"tags", "tag_match", "since", "until", "include_superseded", "cursor"} <= set(
         recall_props
@@ -124,7 +127,7 @@ async def test_tools_list_publishes_the_new_parameters_and_results(tmp_path: Pat
     assert "all" in recall_props["tags"]["description"]
     assert "next_cursor" in tools["smriti_recall"].output_schema["properties"]
     stored_props = set(tools["smriti_store"].output_schema["properties"])
-    assert {"deduplicated", "possible_conflicts"} <= stored_props
+    assert {"deduplicated", "near_duplicates", "possible_conflicts"} <= stored_props
     text = prompt.messages[0].content.text
     for word in ('"get"', '"correct"', '"related"', "possible_conflicts", "Do not forget it"):
         assert word in text, word
@@ -261,6 +264,39 @@ async def test_duplicates_and_a_conflict(tmp_path: Path) -> None:
         # The agent then corrects the old one, which leaves recall.
         ok(await manage(client, "correct", memory_id=vim["id"], content=emacs["summary"]))
         assert vim["id"] not in await listed_ids(client)
+
+
+async def test_distinct_facts_are_kept_and_a_group_can_be_merged(tmp_path: Path) -> None:
+    async with served(tmp_path / "store", DEDUP_THRESHOLD="0.8") as client:
+        a = await store(client, "We chose option A for the launch", tags="launch")
+        b = await store(client, "We chose option B for the launch", importance=0.9)
+        assert b["deduplicated"] is False and b["id"] != a["id"]
+        assert [n["id"] for n in b["near_duplicates"]] == [a["id"]]
+        retry = await store(client, "We chose option B for the launch.")
+        assert retry["deduplicated"] is True and retry["id"] == b["id"]
+        assert await memory_count(client) == 2
+
+        found = ok(await manage(client, "duplicates"))["duplicates"]
+        assert [sorted(m["id"] for m in g["memories"]) for g in found["groups"]] == [
+            sorted([a["id"], b["id"]])
+        ]
+        done = ok(await manage(client, "merge", memory_id=b["id"], memory_ids=a["id"]))
+        survivor = done["merged"]["memory"]
+        assert done["merged"]["merged"] == [a["id"]] and survivor["id"] == b["id"]
+        assert survivor["importance"] == 0.9 and survivor["tags"] == ["launch"]
+        assert await listed_ids(client) == [b["id"]]
+        history = ok(await manage(client, "history", memory_id=b["id"]))["history"]
+        assert [m["id"] for m in history["merged"]] == [a["id"]]
+        assert history["merged"][0]["content"] == "We chose option A for the launch"
+        # A repeated merge changes nothing; a merge into itself or of nothing is an error.
+        again = ok(await manage(client, "merge", memory_id=b["id"], memory_ids=a["id"]))
+        assert again["merged"]["merged"] == [a["id"]]
+        assert "itself" in error(
+            await manage(client, "merge", memory_id=b["id"], memory_ids=b["id"])
+        )
+        assert "memory_ids" in error(await manage(client, "merge", memory_id=b["id"]))
+        found = ok(await manage(client, "duplicates"))["duplicates"]
+        assert found["groups"] == []
 
 
 async def test_dedup_threshold_off_stores_every_copy(tmp_path: Path) -> None:

@@ -67,9 +67,10 @@ MEANINGS: dict[str, str] = {
     "INDEX_THRESHOLD": "Memories after which vector and full-text indexes are created.",
     "ASSOCIATION_THRESHOLD": "Cosine above which a new memory is linked to an existing one.",
     "ASSOCIATION_TOP_K": "Most associations made for one new memory.",
-    "DEDUP_THRESHOLD": "Cosine at or above which a new memory is a duplicate of an existing "
-    "one (same names and numbers) and is not stored; exact duplicates after normalising case, "
-    "whitespace and end punctuation always are; off: never deduplicate.",
+    "DEDUP_THRESHOLD": "Cosine at or above which an existing memory is reported in "
+    "near_duplicates and linked to a new one, which is stored either way; only a repeat (the "
+    "same text after normalising Unicode, case, spacing and punctuation) is merged; off: no "
+    "near-duplicate reports, and repeats are stored again too.",
     "CONFLICT_THRESHOLD": "Cosine at or above which a new memory sharing a cue with an "
     "existing one but saying something else is reported in possible_conflicts (0.2 lower "
     "when the new text says something changed: now, no longer, moved...).",

@@ -41,8 +41,11 @@ class RedactedOut(TypedDict):
 class StoredMemoryOut(TypedDict):
     """The memory that was stored.
 
-    ``deduplicated`` is true when the content repeated an existing memory: nothing new
-    was written and this is the existing memory, strengthened. ``possible_conflicts``
+    ``deduplicated`` is true when the content repeated an existing memory (the same
+    text up to case, spacing and punctuation): nothing new was written and this is the
+    existing memory, strengthened. ``near_duplicates`` lists existing memories the new
+    one closely resembles; it was stored anyway and linked to them (correct or forget
+    one if they say the same thing). ``possible_conflicts``
     lists existing memories that may say something else about the same thing (correct
     the outdated one with ``smriti_manage action=correct``).
     """
@@ -62,6 +65,7 @@ class StoredMemoryOut(TypedDict):
     origin: str
     principal: str
     deduplicated: bool
+    near_duplicates: list[ConflictOut]
     possible_conflicts: list[ConflictOut]
 
 
@@ -164,13 +168,52 @@ class CorrectedOut(TypedDict):
     new_id: str
     superseded: str
     memory: StoredMemoryOut
+    #: With ``purge``: the earlier versions forgotten and erased.
+    purged: NotRequired[list[str]]
 
 
 class HistoryOut(TypedDict):
-    """A memory's version chain, oldest first."""
+    """A memory's version chain, oldest first, and the memories merged into it."""
 
     memory_id: str
     versions: list[MemoryOut]
+    merged: NotRequired[list[MemoryOut]]
+
+
+class BriefMemoryOut(TypedDict):
+    """A memory in a tidy-up listing."""
+
+    id: str
+    summary: str
+    created_at: str
+    access_count: int
+    importance: float
+
+
+class DuplicateGroupOut(TypedDict):
+    """Memories that closely resemble each other, newest first, and the cosine of the
+    closest pair."""
+
+    similarity: float
+    memories: list[BriefMemoryOut]
+
+
+class DuplicatesOut(TypedDict):
+    """Near-duplicate groups (largest first) and stale memories (never recalled in
+    ``stale_days``, oldest first)."""
+
+    threshold: float
+    groups: list[DuplicateGroupOut]
+    more_groups: int
+    stale_days: int
+    stale: list[BriefMemoryOut]
+
+
+class MergedOut(TypedDict):
+    """The survivor of a merge and the ids merged into it (kept as superseded)."""
+
+    memory: MemoryOut
+    merged: list[str]
 
 
 class RelatedItemOut(TypedDict):
@@ -198,6 +241,20 @@ class ForgottenOut(TypedDict):
     summary: str
     memory_type: str
     created_at: str
+
+
+class PurgedOut(TypedDict):
+    """A purge: the memory erased from the store and from the backup's history."""
+
+    id: str
+    #: False when it had already been forgotten here (only the backup was purged).
+    forgotten_now: bool
+    erased: bool
+    backup: str
+    #: What the backup provider rewrote (absent without a backup).
+    backup_purge: NotRequired[dict[str, Any]]
+    #: The copies a purge cannot reach (other clones, exports made earlier).
+    warning: str
 
 
 class SyncOut(TypedDict):
@@ -233,6 +290,9 @@ class ManageOut(TypedDict):
     updated: NotRequired[MemoryOut]
     related: NotRequired[RelatedOut]
     forgotten: NotRequired[ForgottenOut]
+    purged: NotRequired[PurgedOut]
+    duplicates: NotRequired[DuplicatesOut]
+    merged: NotRequired[MergedOut]
     sync: NotRequired[SyncOut]
     consolidation: NotRequired[ConsolidationOut]
     stats: NotRequired[dict[str, Any]]

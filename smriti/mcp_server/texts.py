@@ -63,8 +63,9 @@ default origin="agent" for what you concluded, inferred or summarised.
 - Do not store secrets (passwords, API keys, tokens) or transient chatter: any that \
 slip in are replaced by [redacted:<kind>] (the result's redacted lists the kinds), and \
 text between <private> and </private> is never stored. Storing \
-something already stored is harmless: the result says deduplicated=true and nothing \
-new is written.
+the same text again is harmless: the result says deduplicated=true and nothing new is \
+written. Anything that differs, even by one word, is stored; near_duplicates then \
+lists existing memories it closely resembles.
 - After a store, look at possible_conflicts: existing memories on the same subject \
 that may say something else. If the new fact replaces one of them, correct that one \
 (below) instead of keeping both.
@@ -99,14 +100,17 @@ Store one memory in long-term memory. Write the content so it stands on its own 
 (episodic event, semantic fact or procedural how-to), extracts cues (entities, \
 keywords, concepts) and links it to related memories. Returns the stored memory with \
 its id, summary, type, cues and number of associations. Content that repeats an \
-existing memory (the same text, or nearly) is not stored again: the result is the \
-existing memory, strengthened, with deduplicated: true. possible_conflicts lists \
-existing memories on the same cues that may say something else (id, summary, \
-similarity): if the new memory replaces one, correct it with smriti_manage \
-action="correct". origin: "agent" (default) for what you concluded or wrote down, \
-"user" for the user's own words. Do not store secrets: credentials in content, tags or source are replaced by \
-[redacted:<kind>] before anything is stored (redacted lists the kinds), and text \
-between <private> and </private> is never stored."""
+existing memory (the same text up to case, spacing and punctuation) is not stored \
+again: the result is the existing memory, strengthened, with deduplicated: true. \
+Anything else is stored; near_duplicates lists existing memories it closely resembles \
+(id, summary, similarity): if one says the same thing, forget or correct one of the \
+two. possible_conflicts lists existing memories on the same cues that may say \
+something else (id, summary, similarity): if the new memory replaces one, correct it \
+with smriti_manage action="correct". origin: "agent" (default) for what you concluded \
+or wrote down, "user" for the user's own words. Do not store secrets: credentials in \
+content, tags or source are replaced by [redacted:<kind>] before anything is stored \
+(redacted lists the kinds), and text between <private> and </private> is never \
+stored."""
 
 RECALL_DESCRIPTION = """\
 Recall memories relevant to a query, best first. mode "recall" (default) combines cue \
@@ -141,7 +145,15 @@ superseded. Only the current version can be corrected. Use it instead of forget 
 store for anything wrong or outdated. "history": every version, oldest first. \
 "update" (importance and/or tags, the whole new list): changes them in place. \
 "related" (limit, default 10): memories linked to it by association, correction, a \
-shared cue or its cluster, best first. "forget" permanently deletes the memory. \
-"stats" reports what is stored. "consolidate" runs decay, pruning of weak unimportant \
+shared cue or its cluster, best first. "forget" permanently deletes the memory and \
+erases its text from the store's files before it answers; "correct" with purge: true \
+erases the earlier versions the same way. "purge" forgets it and also removes it from \
+every snapshot the backup keeps (its history is rewritten); use it for what must not \
+be kept anywhere, such as a secret stored by mistake. \
+"duplicates" (limit, default 10): groups of memories that \
+closely resemble each other, and stale memories never recalled in 30 days, to tidy up. \
+"merge" (memory_id, memory_ids: comma-separated): folds those memories into memory_id, \
+which takes their cues, links, tags and recalls; they are kept as its history, out of \
+recall. "stats" reports what is stored. "consolidate" runs decay, pruning of weak unimportant \
 memories, and clustering now. "sync" pushes a backup now (if a backup provider is \
 configured)."""

@@ -58,15 +58,18 @@ MANAGE_ACTIONS = (
     "history",
     "update",
     "related",
+    "duplicates",
+    "merge",
     "forget",
+    "purge",
     "stats",
     "consolidate",
     "sync",
 )
 #: Manage actions that only read; every other one needs the write scope.
-READ_ACTIONS = ("get", "history", "related", "stats")
+READ_ACTIONS = ("get", "history", "related", "stats", "duplicates")
 #: Manage actions that act on one memory, named by memory_id.
-ID_ACTIONS = ("get", "correct", "history", "update", "related", "forget")
+ID_ACTIONS = ("get", "correct", "history", "update", "related", "forget", "purge", "merge")
 TAG_MATCHES = validation.TAG_MATCHES
 #: The default number of related memories (action=related).
 RELATED_LIMIT = 10
@@ -407,7 +410,8 @@ def _add_manage(server: MCPServer, memories: Memories, max_limit: int) -> None:
         action: Annotated[
             str,
             Field(
-                description="get, correct, history, update, related, forget, stats, "
+                description="get, correct, history, update, related, duplicates, merge, "
+                "forget, purge, stats, "
                 "consolidate or sync.",
                 json_schema_extra={"enum": list(MANAGE_ACTIONS)},
             ),
@@ -416,7 +420,7 @@ def _add_manage(server: MCPServer, memories: Memories, max_limit: int) -> None:
             str,
             Field(
                 description="The id of the memory (actions get, correct, history, update, "
-                "related, forget); ids come from smriti_recall."
+                "related, forget, purge; merge: the survivor); ids come from smriti_recall."
             ),
         ] = "",
         content: Annotated[
@@ -429,8 +433,27 @@ def _add_manage(server: MCPServer, memories: Memories, max_limit: int) -> None:
         limit: Annotated[
             Any,
             WithJsonSchema({"type": "integer", "minimum": 1}),
-            Field(description=f"related: how many related memories ({RELATED_LIMIT})."),
-        ] = RELATED_LIMIT,
+            Field(
+                description=f"related: how many related memories; duplicates: how many "
+                f"groups ({RELATED_LIMIT} for both)."
+            ),
+        ] = None,
+        memory_ids: Annotated[
+            Any,
+            WithJsonSchema({"type": "string"}),
+            Field(
+                description="merge: the comma-separated ids of the memories to fold into "
+                "memory_id (from action=duplicates)."
+            ),
+        ] = "",
+        purge: Annotated[
+            Any,
+            WithJsonSchema({"type": "boolean"}),
+            Field(
+                description="correct: forget and erase the earlier versions instead of "
+                "keeping them as history."
+            ),
+        ] = False,
         ctx: Context | None = None,
     ) -> ManageOut:
         """Manage memory."""
@@ -438,6 +461,8 @@ def _add_manage(server: MCPServer, memories: Memories, max_limit: int) -> None:
         request = ManageRequest.parse(
             chosen, memory_id, content, importance, tags, limit, max_limit
         )
+        request.memory_ids = merge_ids(chosen, memory_ids)
+        request.purge = checked(validation.flag, purge, "purge")
         request.principal = caller_principal(ctx)
         async with memories.use(ctx, needed_scope("smriti_manage", {"action": chosen})) as engine:
             return await _manage(engine, request, ctx)
@@ -458,8 +483,12 @@ class ManageRequest:
     ) -> None:
         self.action, self.memory_id, self.content = action, memory_id, content
         self.importance, self.tags, self.limit = importance, tags, limit
+        #: merge: the memories to fold into ``memory_id``.
+        self.memory_ids: list[str] = []
         #: The verified caller (HTTP with authentication), recorded on a correction.
         self.principal: str | None = None
+        #: correct: forget and erase the earlier versions (``smriti.engine.purge``).
+        self.purge = False
 
     @classmethod
     def parse(
@@ -487,8 +516,22 @@ class ManageRequest:
         tag_list = None if tags is None else checked(validation.tags, tags)
         if action == "update" and value is None and tag_list is None:
             raise _bad("action=update needs importance or tags (or both)")
-        count = checked(validation.limit, limit, max_limit) if action == "related" else 0
+        counted = action in ("related", "duplicates") and limit is not None
+        count = checked(validation.limit, limit, max_limit) if counted else 0
         return cls(action, key, text, value, tag_list, count or RELATED_LIMIT)
+
+
+def merge_ids(action: str, value: object) -> list[str]:
+    """merge's ``memory_ids``: a comma-separated string (or a JSON array) of ids."""
+    if action != "merge":
+        return []
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+        raise _bad("memory_ids must be a comma-separated string of memory ids")
+    ids = [i.strip() for i in items if i.strip()]
+    if not ids:
+        raise _bad("memory_ids is required for action=merge: the ids to fold into memory_id")
+    return [checked(validation.memory_id, i, "merge") for i in ids]
 
 
 async def _manage(engine: Service, request: ManageRequest, ctx: Context | None = None) -> ManageOut:
@@ -506,6 +549,13 @@ async def _manage(engine: Service, request: ManageRequest, ctx: Context | None =
     if action == "consolidate":
         done = await run_engine(engine.consolidate, progress)
         return {"action": action, "message": "consolidation done", "consolidation": done}  # type: ignore[typeddict-item]
+    if action == "duplicates":
+        found = await run_engine(engine.duplicates, limit=request.limit)
+        message = (
+            f"{len(found['groups'])} group(s) of near-duplicates, "
+            f"{len(found['stale'])} stale memories"
+        )
+        return {"action": action, "message": message, "duplicates": found}  # type: ignore[typeddict-item]
     stats = await run_engine(engine.stats)
     return {"action": action, "message": f"memory statistics for {engine.user}", "stats": stats}
 
@@ -520,9 +570,11 @@ async def _memory_action(engine: Service, request: ManageRequest) -> ManageOut:
     if action == "correct":
         done = await run_engine(
             engine.correct, key, request.content, importance=request.importance,
-            tags=request.tags, principal=request.principal,
+            tags=request.tags, principal=request.principal, purge=request.purge,
         )  # fmt: skip
         message = f"memory {done['superseded']} corrected by {done['new_id']}"
+        if request.purge:
+            message += f"; {len(done.get('purged', []))} earlier version(s) erased"
         return {"action": action, "message": message, "corrected": done}  # type: ignore[typeddict-item]
     if action == "history":
         chain = await run_engine(engine.history, key)
@@ -535,10 +587,18 @@ async def _memory_action(engine: Service, request: ManageRequest) -> ManageOut:
         hidden = ", ".join(str(h["kind"]) for h in changed.get("redacted", []))
         message = f"updated memory {key}" + (f" (tags redacted: {hidden})" if hidden else "")
         return {"action": action, "message": message, "updated": changed["memory"]}
+    if action == "merge":
+        done = await run_engine(engine.merge, key, request.memory_ids)
+        message = f"merged {len(done['merged'])} memories into {key}"
+        return {"action": action, "message": message, "merged": done}  # type: ignore[typeddict-item]
     if action == "related":
         linked = await run_engine(engine.related, key, limit=request.limit)
         message = f"{len(linked['related'])} memories related to {key}"
         return {"action": action, "message": message, "related": linked}  # type: ignore[typeddict-item]
+    if action == "purge":
+        purged = await run_engine(engine.purge, key)
+        message = f"purged memory {key} from the store and its backup; {purged['warning']}"
+        return {"action": action, "message": message, "purged": purged}  # type: ignore[typeddict-item]
     forgotten: ForgottenOut = await run_engine(engine.forget, key)  # type: ignore[assignment]
     return {"action": action, "message": f"forgot memory {forgotten['id']}", "forgotten": forgotten}
 
