@@ -52,7 +52,7 @@ def cues(count: int, prefix: str) -> list[Cue]:
 
 def measure(backend: Any, rng: np.random.Generator, pool: list[Cue], start: int) -> dict:
     """Alternate the three ways of linking, ``STORES`` stores each."""
-    from smriti_backend_kuzu import writes
+    from smriti_embedded_graph import writes
 
     choose = writes.link_by_key
     ways: dict[str, Callable[[int, int], bool]] = {

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import kuzu
 import pytest
-from smriti_backend_kuzu import cooccurs, schema
+from smriti_embedded_graph import cooccurs, schema
 from smriti_backend_kuzu.backend import DB_FILE, KuzuBackend
 
 from smriti.errors import BackendError

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from smriti_backend_kuzu import durability, writebehind
+from smriti_embedded_graph import durability, writebehind
 from smriti_backend_kuzu.backend import DB_FILE, KuzuBackend
 
 from smriti.errors import BackendError, StorageFullError
@@ -144,7 +144,7 @@ def test_queued_memories_wait_for_room_and_are_listed_meanwhile(
 _FULL_DISK_CHILD = """
     import os, resource, sys
     from smriti.testing import GraphBuilder
-    from smriti_backend_kuzu import durability
+    from smriti_embedded_graph import durability
     from smriti_backend_kuzu.backend import KuzuBackend
     path, mode = {path!r}, {mode!r}
     build = GraphBuilder(8)

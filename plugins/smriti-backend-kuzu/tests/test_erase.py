@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import smriti_backend_kuzu.erase as erase
+import smriti_embedded_graph.erase as erase
 from smriti_backend_kuzu.backend import KuzuBackend
 
 from smriti.errors import BackendError

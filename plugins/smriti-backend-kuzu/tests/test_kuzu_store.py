@@ -16,9 +16,9 @@ from pathlib import Path
 import kuzu
 import numpy as np
 import pytest
-from smriti_backend_kuzu import schema
+from smriti_embedded_graph import schema
 from smriti_backend_kuzu.backend import DB_FILE, KuzuBackend
-from smriti_backend_kuzu.codec import engram_params, vec_in
+from smriti_embedded_graph.codec import engram_params, vec_in
 from structlog.testing import capture_logs
 
 from smriti.config import Settings
@@ -168,7 +168,7 @@ def test_store_without_version_fields_is_migrated_and_keeps_everything(tmp_path:
     with capture_logs() as logs:
         backend = KuzuBackend("alice", path, native_indexes=True)
         backend.open()
-    assert [e["versions"] for e in logs if e["event"] == "kuzu schema migrated"] == [[5, 6]]
+    assert [e["versions"] for e in logs if e["event"] == "schema migrated"] == [[5, 6]]
     try:
         [old] = backend.get_engrams(["old"])
         assert (old.supersedes, old.superseded_by, old.superseded_at) == ("", "", None)
@@ -253,7 +253,7 @@ def test_links_by_key_and_by_join_write_the_same_edges(
 ) -> None:
     """Both ways of linking a memory's cues (chosen by the Cue table's size) link each
     cue once: new and existing cues, one cue, many cues."""
-    from smriti_backend_kuzu import writes
+    from smriti_embedded_graph import writes
 
     monkeypatch.setattr(writes, "link_by_key", lambda links, cues: by_key)
     backend = kuzu_factory("alice")
@@ -270,7 +270,7 @@ def test_links_by_key_and_by_join_write_the_same_edges(
 
 
 def test_link_statement_choice_follows_the_cue_table_size() -> None:
-    from smriti_backend_kuzu.writes import link_by_key
+    from smriti_embedded_graph.writes import link_by_key
 
     assert link_by_key(6, 200_000) and link_by_key(1, 0)
     assert not link_by_key(6, 5_000) and not link_by_key(12, 20_000)
@@ -342,14 +342,15 @@ def test_buffer_pool_setting_opens_a_working_store(tmp_path: Path) -> None:
         backend.close()
 
 
-def test_plugin_registers_kuzu_and_ladybug_alias() -> None:
+def test_plugin_registers_kuzu_only() -> None:
+    """``ladybug`` is LadybugDB's own plugin now, not an alias of Kùzu."""
     from smriti_backend_kuzu import plugin
 
     pm, _ = create_plugin_manager(load_entry_points=False)
     pm.register(plugin, name="smriti-backend-kuzu")
     registry = Registry(pm)
     assert registry.get("backend", "kuzu", "DB_TYPE") is KuzuBackend
-    assert registry.get("backend", "ladybug", "DB_TYPE") is KuzuBackend
+    assert KuzuBackend.aliases == ()
 
 
 def test_plugin_module_does_not_import_the_driver() -> None:
@@ -389,7 +390,7 @@ def test_import_keeps_every_edge_across_large_calls(kuzu_factory: Factory) -> No
 
 def test_large_update_batches_are_staged_and_exact(kuzu_factory: Factory) -> None:
     """Consolidation-sized updates (COPY + join path) change exactly the given engrams."""
-    from smriti_backend_kuzu.writes import STAGED_UPDATE
+    from smriti_embedded_graph.writes import STAGED_UPDATE
 
     backend = kuzu_factory("alice")
     n = STAGED_UPDATE + 200
@@ -421,7 +422,7 @@ def test_large_update_batches_are_staged_and_exact(kuzu_factory: Factory) -> Non
 def test_many_tag_and_supersession_updates_reach_the_text_index(kuzu_factory: Factory) -> None:
     """More updates than one statement by primary key takes (the UNWIND path), with
     Kùzu's full-text index built: it follows the new tags."""
-    from smriti_backend_kuzu.writes import SMALL_UPDATE
+    from smriti_embedded_graph.writes import SMALL_UPDATE
 
     backend = kuzu_factory("alice", native_indexes=True)
     n = SMALL_UPDATE + 8

@@ -36,7 +36,7 @@ from smriti.model import (
     utcnow,
 )
 from smriti.storage import StoredMemory, batched
-from smriti_backend_kuzu.codec import (
+from smriti_embedded_graph.codec import (
     ENGRAM_CREATE,
     ENGRAM_CREATE_ONE,
     ENGRAM_SET,
@@ -47,10 +47,10 @@ from smriti_backend_kuzu.codec import (
     vec_literal,
     vec_out,
 )
-from smriti_backend_kuzu.writebehind import MemoryWrite
+from smriti_embedded_graph.writebehind import MemoryWrite
 
 if TYPE_CHECKING:
-    from smriti_backend_kuzu.backend import KuzuBackend as _Self
+    from smriti_embedded_graph.backend import EmbeddedGraphBackend as _Self
 else:
     _Self = object
 

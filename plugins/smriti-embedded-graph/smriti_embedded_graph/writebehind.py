@@ -42,10 +42,10 @@ from typing import IO, TYPE_CHECKING, Any
 from smriti.errors import BackendError
 from smriti.logs import get_logger
 from smriti.private import open_private
-from smriti_backend_kuzu import cooccurs, durability
+from smriti_embedded_graph import cooccurs, durability
 
 if TYPE_CHECKING:
-    from smriti_backend_kuzu.backend import KuzuBackend as _Self
+    from smriti_embedded_graph.backend import EmbeddedGraphBackend as _Self
 else:
     _Self = object
 

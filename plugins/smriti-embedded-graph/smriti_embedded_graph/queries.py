@@ -21,7 +21,7 @@ import numpy as np
 from smriti.model import Association, CoOccurrence, Cue, Engram, Link, normalise_cue_name
 from smriti.reads import Listing, listing_sorted
 from smriti.storage import EngramStats, cosine_top_k, unit
-from smriti_backend_kuzu.codec import (
+from smriti_embedded_graph.codec import (
     ASSOC_FIELDS,
     CUE_FIELDS,
     ENGRAM_COLUMNS,
@@ -33,10 +33,10 @@ from smriti_backend_kuzu.codec import (
     ts_out,
     vec_out,
 )
-from smriti_backend_kuzu.text import bm25, document_counts, needle, query_terms, query_tokens
+from smriti_embedded_graph.text import bm25, document_counts, needle, query_terms, query_tokens
 
 if TYPE_CHECKING:
-    from smriti_backend_kuzu.backend import KuzuBackend as _Self
+    from smriti_embedded_graph.backend import EmbeddedGraphBackend as _Self
 else:
     _Self = object
 

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from smriti.logs import get_logger
 from smriti.storage import batched
-from smriti_backend_kuzu import durability
+from smriti_embedded_graph import durability
 
 if TYPE_CHECKING:
-    from smriti_backend_kuzu.backend import KuzuBackend as _Self
+    from smriti_embedded_graph.backend import EmbeddedGraphBackend as _Self
 else:
     _Self = object
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from smriti.reads import CueMatch, Expand, Neighbourhood, Seeds, Seek
 
 if TYPE_CHECKING:
-    from smriti_backend_kuzu.backend import KuzuBackend as _Self
+    from smriti_embedded_graph.backend import EmbeddedGraphBackend as _Self
 else:
     _Self = object
 

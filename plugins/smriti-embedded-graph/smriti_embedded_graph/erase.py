@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING, Any
 from smriti.errors import BackendError
 from smriti.logs import get_logger
 from smriti.private import private_dir
-from smriti_backend_kuzu import durability
+from smriti_embedded_graph import durability
 
 if TYPE_CHECKING:
-    from smriti_backend_kuzu.backend import KuzuBackend as _Self
+    from smriti_embedded_graph.backend import EmbeddedGraphBackend as _Self
 else:
     _Self = object
 
@@ -98,7 +98,7 @@ class EraseMixin(_Self):  # type: ignore[misc,valid-type]
             dropped = _export_live_cues(export)
             try:
                 self._close_for_swap()
-                _import(self._driver, fresh, export)
+                _import(self._driver, fresh, export, self.native_extensions)
                 self._lower_manifest_size(fresh.stat().st_size)
                 # The old file was checkpointed and closed: a WAL left beside it holds
                 # nothing the export lacks, and must not be replayed into the new file.
@@ -133,7 +133,7 @@ class EraseMixin(_Self):  # type: ignore[misc,valid-type]
         db.close()
 
     def _reopen_after_swap(self) -> None:
-        from smriti_backend_kuzu.backend import MAX_DB_BYTES
+        from smriti_embedded_graph.backend import MAX_DB_BYTES
 
         if self._db is not None:  # the old database never closed: it is still in use
             return
@@ -210,12 +210,13 @@ def _rewrite(path: Path, records: list[str]) -> None:
     path.write_text("".join(r + "\n" for r in records), encoding="utf-8")
 
 
-def _import(driver: Any, target: Path, export: Path) -> None:
-    """A new database at ``target`` holding the export (its indexes rebuilt)."""
+def _import(driver: Any, target: Path, export: Path, extensions: bool) -> None:
+    """A new database at ``target`` holding the export (its indexes rebuilt). An engine
+    without its extensions never built an index, so its export has no index statement."""
     db = driver.Database(str(target), auto_checkpoint=False)
     try:
         conn = driver.Connection(db)
-        for extension in ("fts", "vector"):  # the export's index statements need them
+        for extension in ("fts", "vector") if extensions else ():
             conn.execute(f"LOAD {extension}")
         conn.execute(f"IMPORT DATABASE '{_quoted(export)}'")
         conn.execute("CHECKPOINT")
