@@ -7,8 +7,8 @@ from pathlib import Path
 
 import kuzu
 import pytest
-from smriti_embedded_graph import cooccurs, schema
 from smriti_backend_kuzu.backend import DB_FILE, KuzuBackend
+from smriti_embedded_graph import cooccurs, schema
 
 from smriti.errors import BackendError
 from smriti.model import CoOccurrence

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from smriti_embedded_graph import durability, writebehind
 from smriti_backend_kuzu.backend import DB_FILE, KuzuBackend
+from smriti_embedded_graph import durability, writebehind
 
 from smriti.errors import BackendError, StorageFullError
 from smriti.reads import Listing, list_key

@@ -16,8 +16,8 @@ from pathlib import Path
 import kuzu
 import numpy as np
 import pytest
-from smriti_embedded_graph import schema
 from smriti_backend_kuzu.backend import DB_FILE, KuzuBackend
+from smriti_embedded_graph import schema
 from smriti_embedded_graph.codec import engram_params, vec_in
 from structlog.testing import capture_logs
 

@@ -4,8 +4,9 @@ The two engines speak the same Cypher through the same Python API; a subclass na
 driver module, its file name and whether the engine has its full-text and vector
 extensions (``EmbeddedGraphBackend``'s class attributes). The store lives at
 ``{STORAGE_LOCATION}/{user}/{db_file}``. The driver is imported when a store is opened,
-never at import, because ``kuzu`` and ``ladybug`` cannot share a process. Writes are serialised by a lock and run in explicit transactions; reads use one
-connection per thread. The process holds Kùzu's file lock, so it is the store's only
+never at import, because ``kuzu`` and ``ladybug`` cannot share a process. Writes are
+serialised by a lock and run in explicit transactions; reads use one connection per
+thread. The process holds the engine's file lock, so it is the store's only
 writer (``sole_writer``): the engine answers recall from a working set in memory
 (``smriti.index``), loaded through ``working_set_streams``; the reads here are its
 native path (before the working set is loaded, above its budget, or with
@@ -234,8 +235,8 @@ class EmbeddedGraphBackend(
                 "at a time): stop the other smriti server or use another STORAGE_LOCATION"
             )
         return BackendError(
-            f"cannot open the {self.engine} store {self.path}: {text}. The file was left untouched; "
-            "move it aside or point STORAGE_LOCATION elsewhere"
+            f"cannot open the {self.engine} store {self.path}: {text}. The file was left "
+            "untouched; move it aside or point STORAGE_LOCATION elsewhere"
         )
 
     def _prepare(self) -> None:
