@@ -350,6 +350,9 @@ class Settings:
         default=0.5, metadata={"env": "CLUSTER_PENALTY", "parse": _float(0.0, 1.0)}
     )
 
+    erase_delay: int = field(
+        default=30, metadata={"env": "SMRITI_ERASE_DELAY", "parse": _int(0, 86_400)}
+    )
     max_content_chars: int = field(
         default=50_000, metadata={"env": "SMRITI_MAX_CONTENT_CHARS", "parse": _int(1, 10**7)}
     )

@@ -82,6 +82,9 @@ MEANINGS: dict[str, str] = {
     "WEIGHT_IMPORTANCE": "Recall score weight of importance.",
     "WEIGHT_DECAY": "Recall score weight of the decay factor.",
     "CLUSTER_PENALTY": "Score factor of hop results outside the seed cluster.",
+    "SMRITI_ERASE_DELAY": "Seconds from a forget to the erase of its text from the store's "
+    "files; forgets within it share one erase (a Kùzu store is rebuilt, which takes seconds); "
+    "0: erase before each forget returns. A store stopped first erases at close or next start.",
     "SMRITI_MAX_CONTENT_CHARS": "Longest memory accepted, in characters.",
     "SMRITI_MAX_RECALL_LIMIT": "Largest `limit` a recall may ask for.",
     "SMRITI_SECRETS": "Credentials (API keys, tokens, private keys, passwords in URLs "

@@ -19,6 +19,7 @@ from smriti.engine import components, versions
 from smriti.engine.background import Background
 from smriti.engine.consolidate import ConsolidationReport, consolidate
 from smriti.engine.contiguity import Timeline
+from smriti.engine.erasure import Erasure
 from smriti.engine.gate import WriteGate
 from smriti.engine.recall import RecallResults, recall
 from smriti.engine.store import StoreOutcome, store
@@ -74,6 +75,8 @@ class Engine:
         #: Serialises backup syncs (each fetches and merges the remote, then pushes).
         self.push_lock = threading.Lock()
         self.background = Background(self)
+        #: When forgotten memories are erased from the store's files.
+        self.erasure = Erasure(self)
         #: Stores and forgets pass together; ``smriti reembed`` passes alone.
         self.writes = WriteGate()
         self._helper: ThreadPoolExecutor | None = None
@@ -103,6 +106,7 @@ class Engine:
         self.is_open = True
         restore_if_empty(self)
         self._size = self.backend.count_engrams()
+        self.erasure.at_open()
         log.info(
             "memory opened",
             user=self.user,
@@ -118,6 +122,7 @@ class Engine:
         if not self.is_open:
             return
         self.background.stop()
+        self.erasure.flush()
         if self.dirty.is_set() and self.backup.name != "none":
             try:
                 self.sync()
@@ -290,7 +295,7 @@ class Engine:
             if not found or not self.backend.delete_engrams([key]):
                 raise NotFound(f"no memory with id {key!r} for user {self.user!r}")
         self.forgotten_locally([key])
-        self.erase()
+        self.erasure.request()
         return found[0]
 
     def forgotten_locally(self, keys: Sequence[str]) -> None:
@@ -310,8 +315,9 @@ class Engine:
     def erase(self) -> None:
         """Drop the cues that only deleted memories held (with their co-occurrences), then
         erase what deleted memories left in the store's files, before returning
-        (``StorageBackend.erase_deleted``; the README's "Forget erases" section)."""
-        self.backend.erase_deleted()
+        (``StorageBackend.erase_deleted``). A forget asks for it through ``erasure``,
+        which runs it soon after (``smriti.engine.erasure``)."""
+        self.erasure.now()
 
     def consolidate(self, progress: ProgressArg = False) -> ConsolidationReport:
         """Run consolidation now; ``progress`` as ``smriti.progress`` describes (off by

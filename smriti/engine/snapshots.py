@@ -140,8 +140,8 @@ def _merge_fetched(engine: Engine, fetched: Fetched, snapshot: Path) -> str:
     with _refusing(engine, fetched, snapshot):
         graph = _read_checked(engine, snapshot)
         report = merge_snapshot(engine, graph)
-    if report.forgotten:  # forgotten on another machine: erased here too, as a forget
-        engine.erase()
+    if report.forgotten:  # forgotten on another machine: erased here too, as a forget is
+        engine.erasure.request()
     if report.changed:
         log.info(
             "merged the remote snapshot",

@@ -146,7 +146,7 @@ store for anything wrong or outdated. "history": every version, oldest first. \
 "update" (importance and/or tags, the whole new list): changes them in place. \
 "related" (limit, default 10): memories linked to it by association, correction, a \
 shared cue or its cluster, best first. "forget" permanently deletes the memory and \
-erases its text from the store's files before it answers; "correct" with purge: true \
+erases its text from the store's files within seconds; "correct" with purge: true \
 erases the earlier versions the same way. "purge" forgets it and also removes it from \
 every snapshot the backup keeps (its history is rewritten); use it for what must not \
 be kept anywhere, such as a secret stored by mistake. \
