@@ -40,6 +40,11 @@ class SmritiServer(MCPServer):
     effects of those requests (stored memories) would be applied but their replies
     lost. Here the end of input is held back until every request read has been
     answered, for at most ``eof_grace`` seconds.
+
+    The SDK drops a line it cannot parse without a word, so a request holding a lone
+    surrogate was never answered; here every such line gets a JSON-RPC error, with the
+    request's id when the line has one. A client that closes stdout ends the session
+    (exit 0), as closing stdin does.
     """
 
     eof_grace: float = EOF_GRACE_SECONDS
