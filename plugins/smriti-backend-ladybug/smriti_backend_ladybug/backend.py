@@ -30,6 +30,8 @@ class LadybugBackend(EmbeddedGraphBackend):
     db_file: ClassVar[str] = DB_FILE
     store_files: ClassVar[tuple[str, ...]] = (DB_FILE,)
     native_extensions: ClassVar[bool] = False
+    #: LadybugDB's ``EXPORT DATABASE`` writes parquet only.
+    export_format: ClassVar[str] = "parquet"
     #: A new store gets the highest preference among the installed engines
     #: (``DB_TYPE=auto``): LadybugDB is maintained and has wheels for every platform.
     preference: ClassVar[int] = 20

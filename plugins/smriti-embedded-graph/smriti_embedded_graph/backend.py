@@ -94,6 +94,9 @@ class EmbeddedGraphBackend(
     #: Without them nothing is ever LOADed or INSTALLed: the working set answers
     #: recall, and the native path scans (BM25 over CONTAINS, exact vectors).
     native_extensions: ClassVar[bool] = False
+    #: The format of ``EXPORT DATABASE`` that erasing deleted memories rebuilds from
+    #: (``csv`` for Kùzu; LadybugDB exports only ``parquet``).
+    export_format: ClassVar[str] = "csv"
     multi_tenant: ClassVar[bool] = False
     #: The engine locks its database file: one process per store (the others use the owner).
     single_process: ClassVar[bool] = True
@@ -267,6 +270,7 @@ class EmbeddedGraphBackend(
                 with suppress(Exception):  # best effort; closing the db below flushes
                     conn.close()
             self._conns.clear()
+            self._drop_prepared()
             self._generation += 1
             if self._db is not None:
                 self._close_database()
@@ -402,6 +406,12 @@ class EmbeddedGraphBackend(
                 self._conns.append(conn)
             local.conn, local.generation, local.prepared = conn, self._generation, {}
         return local.conn
+
+    def _drop_prepared(self) -> None:
+        """Drop every thread's connection and prepared statements: a prepared statement
+        keeps its database mapped after both are closed (LadybugDB: 1 TB of address
+        space each, so a process ran out after ~125 closed stores)."""
+        self._local = threading.local()
 
     def _exec(self, conn: Any, query: str, params: dict[str, Any] | None = None) -> Any:
         """Execute through a per-thread prepared-statement cache.

@@ -91,11 +91,16 @@ class EraseMixin(_Self):  # type: ignore[misc,valid-type]
         export, fresh = scratch / "export", scratch / self.path.name
         try:
             conn = self._conn()
+            if self.export_format != "csv":
+                dropped = self._delete_orphaned_cues(conn)
             try:
-                conn.execute(f"EXPORT DATABASE '{_quoted(export)}' (format='csv')")
+                conn.execute(
+                    f"EXPORT DATABASE '{_quoted(export)}' (format='{self.export_format}')"
+                )
             except RuntimeError as exc:
                 raise BackendError(f"cannot export {self.path} to erase: {exc}") from exc
-            dropped = _export_live_cues(export)
+            if self.export_format == "csv":
+                dropped = _export_live_cues(export)
             try:
                 self._close_for_swap()
                 _import(self._driver, fresh, export, self.native_extensions)
@@ -109,6 +114,28 @@ class EraseMixin(_Self):  # type: ignore[misc,valid-type]
                 self._reopen_after_swap()
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+        return dropped
+
+    def _delete_orphaned_cues(self, conn: Any) -> set[str]:
+        """Delete the cues no memory is EncodedBy (with their CoOccurs edges) from the
+        old file before it is exported; returns their ids. For an engine whose export
+        is not CSV (LadybugDB writes only parquet), so the export cannot be filtered
+        as text; the deletion in the old file crashed only Kùzu 0.11.3, which exports
+        CSV (``_export_live_cues``)."""
+        orphans = "MATCH (c:Cue) WHERE NOT EXISTS { MATCH (:Engram)-[:EncodedBy]->(c) }"
+        try:
+            dropped = {r[0] for r in conn.execute(f"{orphans} RETURN c.id").get_all()}
+            if dropped:
+                with self._transaction(conn):
+                    conn.execute(
+                        "UNWIND $ids AS i MATCH (c:Cue {id: i}) DETACH DELETE c",
+                        {"ids": sorted(dropped)},
+                    )
+                conn.execute("COMMIT")
+                conn.execute("CHECKPOINT")
+        except RuntimeError as exc:
+            raise BackendError(f"cannot drop the orphaned cues of {self.path}: {exc}") from exc
+        self.forget_cues(dropped)  # gone from the file even if the rebuild fails
         return dropped
 
     def _lower_manifest_size(self, size: int) -> None:
@@ -128,6 +155,7 @@ class EraseMixin(_Self):  # type: ignore[misc,valid-type]
                 with suppress(Exception):  # as close(): closing the database flushes
                     conn.close()
             self._conns.clear()
+            self._drop_prepared()
             self._generation += 1
             db, self._db = self._db, None
         db.close()
