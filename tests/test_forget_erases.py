@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -366,3 +367,34 @@ def test_a_forget_from_another_machine_is_erased_at_the_next_sync(tmp_path: Path
     finally:
         one.close()
         two.close()
+
+
+def test_reads_while_an_erase_rebuilds_the_store_all_succeed(engine_factory: Any) -> None:
+    # With the working set off every read goes to the database, which an erase closes
+    # and reopens (Kùzu); a read that had made its connection just before must retry.
+    engine = engine_factory(SMRITI_WORKING_SET="off", SMRITI_ERASE_DELAY="0")
+    ids = [engine.store(f"fact {i} about gardens and tomato {i * 7}").engram.id for i in range(40)]
+    errors: list[str] = []
+    done = threading.Event()
+
+    def read() -> None:
+        while not done.is_set():
+            try:
+                engine.recall("tomato gardens", limit=5)
+                engine.get(ids[-1])
+                engine.stats()
+            except Exception as exc:  # every failure is the finding
+                errors.append(repr(exc))
+
+    readers = [threading.Thread(target=read) for _ in range(3)]
+    for t in readers:
+        t.start()
+    try:
+        for key in ids[:5]:
+            engine.forget(key)
+    finally:
+        done.set()
+        for t in readers:
+            t.join()
+    assert errors == []
+    assert engine.stats()["engrams"] == len(ids) - 5

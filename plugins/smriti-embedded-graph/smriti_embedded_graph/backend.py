@@ -353,9 +353,16 @@ class EmbeddedGraphBackend(
         ids = self._engram_ids
         if ids is not None:
             return len(ids)
-        conn = self._conn()
-        with self._quiet.shared():
-            return int(self._exec(conn, "MATCH (e:Engram) RETURN count(e)").get_all()[0][0])
+        while True:
+            conn = self._conn()
+            with self._quiet.shared():
+                if self._current(conn):
+                    return int(self._exec(conn, "MATCH (e:Engram) RETURN count(e)").get_all()[0][0])
+
+    def _current(self, conn: Any) -> bool:
+        """Whether ``conn`` (this thread's) is on the open database: an erase that rebuilt
+        the file between making it and passing the quiet gate closed its database."""
+        return conn is self._local.conn and self._local.generation == self._generation
 
     def _save_manifest(self) -> None:
         """Raise (or lower) the manifest to the store's count and file size, once the
@@ -444,10 +451,12 @@ class EmbeddedGraphBackend(
             if not lag_ok:
                 raise
             log.warning("kuzu read before the stored memories could be written", error=str(exc))
-        conn = self._conn()  # first: making one may take the lock a checkpoint holds
         try:
-            with self._quiet.shared():
-                return self._exec(conn, query, params).get_all()
+            while True:
+                conn = self._conn()  # first: making one may take the lock a checkpoint holds
+                with self._quiet.shared():
+                    if self._current(conn):
+                        return self._exec(conn, query, params).get_all()
         except RuntimeError as exc:
             raise self._kuzu_error(exc, f"{self.engine} query failed on {self.path}") from exc
 
