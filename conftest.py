@@ -17,6 +17,14 @@ import pytest
 
 os.environ.setdefault("SMRITI_OWNER_IDLE", "5")
 
+#: ``kuzu`` and ``ladybug`` cannot be imported into one process: a run collects the
+#: tests of one engine, and ``tests/test_engines_apart.py`` runs LadybugDB's (with the
+#: shared embedded-graph tests on it) in a child pytest with SMRITI_TEST_ENGINE=ladybug.
+_ENGINE = os.environ.get("SMRITI_TEST_ENGINE", "kuzu").strip().lower() or "kuzu"
+collect_ignore = (
+    ["plugins/smriti-backend-ladybug"] if _ENGINE != "ladybug" else ["plugins/smriti-backend-kuzu"]
+)
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _stop_leftover_owners(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:

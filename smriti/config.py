@@ -232,7 +232,7 @@ class Settings:
         default_factory=lambda: Path.home() / ".smriti",
         metadata={"env": "STORAGE_LOCATION", "parse": _path},
     )
-    db_type: str = field(default="kuzu", metadata={"env": "DB_TYPE", "parse": _name})
+    db_type: str = field(default="auto", metadata={"env": "DB_TYPE", "parse": _name})
 
     llm_base_url: str = field(
         default="https://api.openai.com/v1", metadata={"env": "LLM_BASE_URL", "parse": _url}

@@ -87,6 +87,12 @@ class StorageBackend(ABC):
     #: ``SMRITI_WORKING_SET=on`` it does so for any backend (one Smriti server as the
     #: only writer of a Neo4j or FalkorDB database).
     sole_writer: bool = False
+    #: Files in ``{STORAGE_LOCATION}/{user}/`` that show a store of this backend: under
+    #: ``DB_TYPE=auto`` a store keeps the installed backend whose files are there.
+    store_files: ClassVar[tuple[str, ...]] = ()
+    #: How much ``DB_TYPE=auto`` prefers this backend for a new store (the highest
+    #: installed wins); 0 = never chosen automatically.
+    preference: ClassVar[int] = 0
 
     def __init__(self, user: str) -> None:
         self.user = user

@@ -12,7 +12,7 @@ from smriti.errors import ConfigError
 
 def test_defaults_without_environment() -> None:
     s = Settings.from_env({})
-    assert s.db_type == "kuzu"
+    assert s.db_type == "auto"
     assert s.llm_model == "gpt-4o-mini"
     assert s.embedding_model == "text-embedding-3-small"
     assert s.embedding_dims is None

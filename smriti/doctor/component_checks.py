@@ -13,6 +13,7 @@ from typing import Any
 from smriti.config import Settings
 from smriti.doctor.checks import Check, fail, ok, warn
 from smriti.plugins import PluginReport, Registry
+from smriti.store_engine import backend_class
 
 LOCAL_PLUGIN = "smriti_embedder_local"
 LEXICAL_TIP = (
@@ -46,7 +47,7 @@ def owner_text(registry: Registry, report: PluginReport, kind: str, name: str) -
 
 def backend_check(registry: Registry, report: PluginReport, settings: Settings) -> Check:
     """The ``DB_TYPE`` backend, installed or not (UnknownBackendError names the fix)."""
-    cls = registry.get("backend", settings.db_type, "DB_TYPE")
+    cls = backend_class(registry, settings)
     return ok("backend", f"{cls.name} ({owner_text(registry, report, 'backend', cls.name)})")
 
 

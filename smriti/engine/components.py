@@ -15,6 +15,7 @@ from smriti.logs import get_logger
 from smriti.model import Extraction
 from smriti.plugins import Registry
 from smriti.storage import StorageBackend
+from smriti.store_engine import backend_class
 
 log = get_logger(__name__)
 
@@ -86,7 +87,7 @@ def choose_clusterer(registry: Registry, settings: Settings) -> Clusterer | None
 def choose_backend(registry: Registry, settings: Settings, user: str) -> StorageBackend:
     """The ``DB_TYPE`` backend for ``user`` (not yet opened), behind a working set when
     it is its store's only writer (``smriti.index``)."""
-    cls = registry.get("backend", settings.db_type, "DB_TYPE")
+    cls = backend_class(registry, settings, user)
     return index.wrap(settings, cls.from_settings(settings, user))
 
 

@@ -293,8 +293,9 @@ def uses_owner(settings: Settings) -> bool:
     if settings.owner == "off" or not owner_supported():
         return False
     from smriti.plugins import Registry, create_plugin_manager
+    from smriti.store_engine import backend_class
 
     validate_user(settings.accessing_user)
     pm, _ = create_plugin_manager(environ=settings.env or None)
-    cls = Registry(pm).get("backend", settings.db_type, "DB_TYPE")
+    cls = backend_class(Registry(pm), settings)
     return bool(getattr(cls, "single_process", False))

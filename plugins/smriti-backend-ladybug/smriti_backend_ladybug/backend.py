@@ -11,7 +11,7 @@ store moves here with ``smriti migrate --to ladybug``.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from smriti_embedded_graph.backend import EmbeddedGraphBackend
 
@@ -32,6 +32,12 @@ class LadybugBackend(EmbeddedGraphBackend):
     native_extensions: ClassVar[bool] = False
     #: LadybugDB's ``EXPORT DATABASE`` writes parquet only.
     export_format: ClassVar[str] = "parquet"
+    #: A write cut short by a full disk leaves a torn last record in the WAL, which
+    #: LadybugDB's checksums then refuse at every open ("the WAL file is corrupted"):
+    #: replay the whole records and drop the torn one, as Kùzu does. Nothing
+    #: acknowledged is lost: a memory is acknowledged once in the journal, which the
+    #: open replays after the WAL (tests: a full disk on a tmpfs and under RLIMIT_FSIZE).
+    database_options: ClassVar[dict[str, Any]] = {"throw_on_wal_replay_failure": False}
     #: A new store gets the highest preference among the installed engines
     #: (``DB_TYPE=auto``): LadybugDB is maintained and has wheels for every platform.
     preference: ClassVar[int] = 20

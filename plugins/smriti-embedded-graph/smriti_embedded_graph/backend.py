@@ -63,6 +63,9 @@ OLD_CACHE_ENV = "SMRITI_KUZU_CACHE_MB"
 BUFFER_ENV = "SMRITI_KUZU_BUFFER_MB"
 DEFAULT_BUFFER_MB = 0
 MIN_BUFFER_MB = 64
+#: The database file of each engine built on this library, and the engine's name: a
+#: store of one is never opened as an empty store of the other.
+ENGINE_FILES = {"memory.kuzu": ("Kùzu", "kuzu"), "memory.lbug": ("LadybugDB", "ladybug")}
 #: Node offsets per chunk of an unordered read of a table (the working set's load).
 OFFSET_CHUNK = 10_000
 
@@ -97,6 +100,8 @@ class EmbeddedGraphBackend(
     #: The format of ``EXPORT DATABASE`` that erasing deleted memories rebuilds from
     #: (``csv`` for Kùzu; LadybugDB exports only ``parquet``).
     export_format: ClassVar[str] = "csv"
+    #: Further keyword arguments of the driver's ``Database`` for this engine.
+    database_options: ClassVar[dict[str, Any]] = {}
     multi_tenant: ClassVar[bool] = False
     #: The engine locks its database file: one process per store (the others use the owner).
     single_process: ClassVar[bool] = True
@@ -187,6 +192,7 @@ class EmbeddedGraphBackend(
         self._driver = self.load_driver()
         if self.path.is_dir():
             raise BackendError(f"{self.path} is a directory, not a {self.engine} database file")
+        self._refuse_other_engine()
         private_dir(self.path.parent)
         self._manifest = durability.read_manifest(self.path)
         durability.check_file(self.path, self._manifest)
@@ -200,6 +206,7 @@ class EmbeddedGraphBackend(
                 buffer_pool_size=self.buffer_mb * 2**20,
                 auto_checkpoint=False,
                 max_db_size=MAX_DB_BYTES,
+                **self.database_options,
             )
         except RuntimeError as exc:
             raise self._open_error(exc) from exc
@@ -212,6 +219,21 @@ class EmbeddedGraphBackend(
             raise
         self._verified = True
         self._save_manifest()
+
+    def _refuse_other_engine(self) -> None:
+        """Refuse to start an empty store beside another engine's store: the memories
+        are there, and this engine cannot read that file."""
+        if self.path.exists():
+            return
+        for name, (engine, db_type) in ENGINE_FILES.items():
+            if name != self.path.name and (self.path.parent / name).exists():
+                raise BackendError(
+                    f"{self.path.parent} holds a {engine} store ({name}), which "
+                    f"{self.engine} cannot open. Move it with `smriti migrate --to "
+                    f"{self.name}` (where {engine} does not install, with a Python that has "
+                    f"it, e.g. `uvx --python 3.13 --from smriti-server smriti migrate --to "
+                    f"{self.name}`), or set DB_TYPE={db_type}"
+                )
 
     @classmethod
     def load_driver(cls) -> ModuleType:

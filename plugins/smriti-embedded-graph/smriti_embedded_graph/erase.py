@@ -170,6 +170,7 @@ class EraseMixin(_Self):  # type: ignore[misc,valid-type]
             buffer_pool_size=self.buffer_mb * 2**20,
             auto_checkpoint=False,
             max_db_size=MAX_DB_BYTES,
+            **self.database_options,
         )
         self._generation += 1
         self._schema_epoch += 1

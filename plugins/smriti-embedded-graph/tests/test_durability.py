@@ -22,19 +22,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from smriti_backend_kuzu.backend import DB_FILE, KuzuBackend
 from smriti_embedded_graph import durability, writebehind
+from smriti_embedded_graph.testing import engine_under_test
 
 from smriti.errors import BackendError, StorageFullError
 from smriti.reads import Listing, list_key
 from smriti.testing import GraphBuilder
 
+Backend = engine_under_test()
+DB_FILE = Backend.db_file
+
 build = GraphBuilder(8)
 
 
 @contextmanager
-def _opened(path: Path, **kwargs: Any) -> Iterator[KuzuBackend]:
-    backend = KuzuBackend("alice", path, **kwargs)
+def _opened(path: Path, **kwargs: Any) -> Iterator[Backend]:
+    backend = Backend("alice", path, **kwargs)
     backend.open()
     try:
         yield backend
@@ -145,10 +148,11 @@ _FULL_DISK_CHILD = """
     import os, resource, sys
     from smriti.testing import GraphBuilder
     from smriti_embedded_graph import durability
-    from smriti_backend_kuzu.backend import KuzuBackend
+    from smriti_embedded_graph.testing import engine_under_test
+    Backend = engine_under_test()
     path, mode = {path!r}, {mode!r}
     build = GraphBuilder(8)
-    backend = KuzuBackend("alice", path)
+    backend = Backend("alice", path)
     backend.open()
     for i in range(20):
         backend.add_memory(build.engram(i), [build.cue(f"k{{i}}")], [])
@@ -232,8 +236,9 @@ def test_forget_then_crash_still_opens(tmp_path: Path) -> None:
     assert _manifest(path)["engrams"] == 3
     script = f"""
         import os
-        from smriti_backend_kuzu.backend import KuzuBackend
-        backend = KuzuBackend("alice", {str(path)!r})
+        from smriti_embedded_graph.testing import engine_under_test
+        Backend = engine_under_test()
+        backend = Backend("alice", {str(path)!r})
         backend.open()
         assert backend.delete_engrams(["e00000", "e00001"]) == 2
         os._exit(0)  # killed before close: no checkpoint, no manifest at close
@@ -268,7 +273,7 @@ def test_damaged_database_is_refused_and_left_as_it_is(held: Path, damage: Any, 
     before = sorted(p.name for p in held.parent.iterdir())
     size = held.stat().st_size if held.exists() else None
     with pytest.raises(BackendError, match="held 3 memories") as refused:
-        KuzuBackend("alice", held).open()
+        Backend("alice", held).open()
     message = str(refused.value)
     assert str(held) in message and what in message and "smriti import" in message
     assert sorted(p.name for p in held.parent.iterdir()) == before
@@ -279,11 +284,11 @@ def test_store_holding_fewer_memories_than_the_manifest_is_refused(held: Path) -
     manifest = held.with_name(DB_FILE + ".manifest.json")
     manifest.write_text(json.dumps({"version": 1, "engrams": 10, "db_bytes": 0}))
     with pytest.raises(BackendError, match="holds only 3 memories, but it held 10"):
-        KuzuBackend("alice", held).open()
+        Backend("alice", held).open()
     assert json.loads(manifest.read_text())["engrams"] == 10  # the refusal kept it
 
 
 def test_damaged_manifest_is_refused(held: Path) -> None:
     held.with_name(DB_FILE + ".manifest.json").write_text("{not json")
     with pytest.raises(BackendError, match="manifest .* is damaged"):
-        KuzuBackend("alice", held).open()
+        Backend("alice", held).open()

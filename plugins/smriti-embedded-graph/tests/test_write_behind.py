@@ -1,4 +1,5 @@
-"""New memories reach Kùzu after the store returns, through a durable journal."""
+"""New memories reach the database (Kùzu or LadybugDB) after the store returns, through a
+durable journal."""
 
 from __future__ import annotations
 
@@ -12,17 +13,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from smriti_backend_kuzu.backend import DB_FILE, KuzuBackend
+from smriti_embedded_graph.testing import engine_under_test
 
 from smriti.errors import BackendError
 from smriti.model import Association
 from smriti.testing import GraphBuilder
 
-Factory = Callable[..., KuzuBackend]
+Backend = engine_under_test()
+DB_FILE = Backend.db_file
+Factory = Callable[..., Backend]
 build = GraphBuilder(8)
+#: Tests of the engine's own full-text and vector indexes (Kùzu's bundled extensions).
+needs_extensions = pytest.mark.skipif(
+    not Backend.native_extensions, reason="the engine has no fts/vector extension"
+)
 
 
-def _hold_writes(backend: KuzuBackend) -> threading.Event:
+def _hold_writes(backend: Backend) -> threading.Event:
     """Keep the background write from running until the returned event is set."""
     gate = threading.Event()
     background = backend._write_in_background
@@ -38,9 +45,11 @@ def _run_killed(path: Path, body: str) -> None:
 import os
 from smriti.model import Association
 from smriti.testing import GraphBuilder
-from smriti_backend_kuzu.backend import KuzuBackend
+from smriti_embedded_graph.testing import engine_under_test
+
+Backend = engine_under_test()
 build = GraphBuilder(8)
-backend = KuzuBackend("alice", {str(path)!r})  # kept: no close when collected
+backend = Backend("alice", {str(path)!r})  # kept: no close when collected
 backend.open()
 {textwrap.dedent(body)}
 os._exit(0)
@@ -50,8 +59,8 @@ os._exit(0)
 
 
 @contextmanager
-def _opened(path: Path, **kwargs: Any) -> Iterator[KuzuBackend]:
-    backend = KuzuBackend("alice", path, **kwargs)
+def _opened(path: Path, **kwargs: Any) -> Iterator[Backend]:
+    backend = Backend("alice", path, **kwargs)
     backend.open()
     try:
         yield backend
@@ -59,12 +68,12 @@ def _opened(path: Path, **kwargs: Any) -> Iterator[KuzuBackend]:
         backend.close()
 
 
-def _kuzu_ids(backend: KuzuBackend) -> list[str]:
+def _kuzu_ids(backend: Backend) -> list[str]:
     return sorted(r[0] for r in backend._q("MATCH (e:Engram) RETURN e.id"))
 
 
-def test_store_returns_before_kuzu_has_it_and_reads_see_it(kuzu_factory: Factory) -> None:
-    backend = kuzu_factory("alice")
+def test_store_returns_before_kuzu_has_it_and_reads_see_it(store_factory: Factory) -> None:
+    backend = store_factory("alice")
     gate = _hold_writes(backend)
     backend.add_memory(build.engram(1), [build.cue("x"), build.cue("y")], [])
     assert backend.writes_queued() == 1
@@ -82,8 +91,8 @@ def test_store_returns_before_kuzu_has_it_and_reads_see_it(kuzu_factory: Factory
     assert backend.journal_path.stat().st_size == 0
 
 
-def test_other_writes_come_after_the_queued_memories(kuzu_factory: Factory) -> None:
-    backend = kuzu_factory("alice")
+def test_other_writes_come_after_the_queued_memories(store_factory: Factory) -> None:
+    backend = store_factory("alice")
     gate = _hold_writes(backend)
     backend.add_memory(build.engram(1), [], [])
     backend.add_memory(build.engram(2), [], [Association("e00002", "e00001", 0.9)])
@@ -146,6 +155,7 @@ def test_a_memory_forgotten_before_a_kill_stays_forgotten(tmp_path: Path) -> Non
         assert _kuzu_ids(again) == ["e00002", "e00003"]
 
 
+@needs_extensions
 def test_replayed_memories_join_an_existing_vector_index(tmp_path: Path) -> None:
     path = tmp_path / "alice" / DB_FILE
     with _opened(path, native_indexes=True) as off:  # no working set: HNSW index built
@@ -163,6 +173,7 @@ def test_replayed_memories_join_an_existing_vector_index(tmp_path: Path) -> None
         assert indexed == ["e00001", "e00002"]
 
 
+@needs_extensions
 def test_store_killed_after_dropping_the_text_index_stays_writable(tmp_path: Path) -> None:
     # Kùzu 0.11.3: a DROP_FTS_INDEX left in the WAL by a killed process made every later
     # engram write fail ("Cannot find table catalog entry"); the drop is checkpointed.
@@ -178,7 +189,7 @@ def test_store_killed_after_dropping_the_text_index_stays_writable(tmp_path: Pat
 
 def test_unfinished_last_journal_line_is_ignored(tmp_path: Path) -> None:
     path = tmp_path / "alice" / DB_FILE
-    backend = KuzuBackend("alice", path)
+    backend = Backend("alice", path)
     backend.open()
     gate = _hold_writes(backend)
     backend.add_memory(build.engram(1), [], [])
@@ -199,18 +210,18 @@ def test_unfinished_last_journal_line_is_ignored(tmp_path: Path) -> None:
 
 def test_damaged_journal_line_stops_the_open_and_is_kept(tmp_path: Path) -> None:
     path = tmp_path / "alice" / DB_FILE
-    backend = KuzuBackend("alice", path)
+    backend = Backend("alice", path)
     backend.open()
     backend.close()
     damaged = b'{"row": not json}\n' + b'{"row": {}}\n'
     path.with_name(DB_FILE + ".journal").write_bytes(damaged)
     with pytest.raises(BackendError, match="line 1 of the journal"):
-        KuzuBackend("alice", path).open()
+        Backend("alice", path).open()
     assert path.with_name(DB_FILE + ".journal").read_bytes() == damaged
 
 
-def test_unwritable_journal_stores_nothing(kuzu_factory: Factory) -> None:
-    backend = kuzu_factory("alice")
+def test_unwritable_journal_stores_nothing(store_factory: Factory) -> None:
+    backend = store_factory("alice")
     backend.journal_path.mkdir()  # cannot be opened as a file
     with pytest.raises(BackendError, match="journal"):
         backend.add_memory(build.engram(1), [build.cue("x")], [])
@@ -219,8 +230,8 @@ def test_unwritable_journal_stores_nothing(kuzu_factory: Factory) -> None:
     assert backend.counts()["cues"] == 0
 
 
-def test_taken_ids_are_refused_before_they_are_queued(kuzu_factory: Factory) -> None:
-    backend = kuzu_factory("alice")
+def test_taken_ids_are_refused_before_they_are_queued(store_factory: Factory) -> None:
+    backend = store_factory("alice")
     backend.add_memory(build.engram(1), [build.cue("x")], [])
     with pytest.raises(BackendError, match="already stored"):
         backend.add_memory(build.engram(1, content="same id"), [], [])
@@ -234,12 +245,12 @@ def test_taken_ids_are_refused_before_they_are_queued(kuzu_factory: Factory) -> 
     assert _kuzu_ids(backend) == ["e00001"]
 
 
-def test_close_writes_what_is_queued(kuzu_factory: Factory, tmp_path: Path) -> None:
-    backend = kuzu_factory("alice")
+def test_close_writes_what_is_queued(store_factory: Factory, tmp_path: Path) -> None:
+    backend = store_factory("alice")
     _hold_writes(backend).set()  # runs, but only after close has written the queue
     for i in range(5):
         backend.add_memory(build.engram(i), [build.cue(f"k{i}")], [])
     backend.close()
     assert backend.journal_path.stat().st_size == 0
-    again = kuzu_factory("alice")
+    again = store_factory("alice")
     assert _kuzu_ids(again) == [f"e0000{i}" for i in range(5)]

@@ -1,5 +1,5 @@
-"""erase_deleted on a real Kùzu store: the deleted bytes leave every file, and a failed
-or interrupted erase leaves the store as it was."""
+"""erase_deleted on a real store (Kùzu or LadybugDB): the deleted bytes leave every file,
+and a failed or interrupted erase leaves the store as it was."""
 
 from __future__ import annotations
 
@@ -8,13 +8,16 @@ from pathlib import Path
 
 import pytest
 import smriti_embedded_graph.erase as erase
-from smriti_backend_kuzu.backend import KuzuBackend
+from smriti_embedded_graph.testing import engine_under_test
 
 from smriti.errors import BackendError
 from smriti.testing import GraphBuilder
 
+Backend = engine_under_test()
+DB_FILE = Backend.db_file
+
 TOKEN = "zqxjtokenvortex"
-Factory = Callable[..., KuzuBackend]
+Factory = Callable[..., Backend]
 
 
 def files_holding(root: Path, needle: str) -> list[str]:
@@ -23,7 +26,7 @@ def files_holding(root: Path, needle: str) -> list[str]:
     )
 
 
-def fill(backend: KuzuBackend, build: GraphBuilder) -> None:
+def fill(backend: Backend, build: GraphBuilder) -> None:
     """Three memories; the first holds the token in its content and in a cue of its own."""
     shared = build.cue("shared")
     backend.add_memory(
@@ -40,15 +43,15 @@ def build() -> GraphBuilder:
 
 
 def test_deleted_bytes_stay_after_a_checkpoint_and_go_after_the_erase(
-    kuzu_factory: Factory, build: GraphBuilder, tmp_path: Path
+    store_factory: Factory, build: GraphBuilder, tmp_path: Path
 ) -> None:
-    backend = kuzu_factory("alice")
+    backend = store_factory("alice")
     fill(backend, build)
     backend.delete_engrams(["e00001"])
     with backend._exclusive():
         assert backend._checkpoint(force=True)
     # why the erase exists: Kùzu keeps what it deleted in the file
-    assert "memory.kuzu" in files_holding(tmp_path / "alice", TOKEN)
+    assert DB_FILE in files_holding(tmp_path / "alice", TOKEN)
     assert backend.erase_deleted() == 1
     assert files_holding(tmp_path / "alice", TOKEN) == []
     assert sorted(e.id for e in backend.iter_engrams()) == ["e00002", "e00003"]
@@ -58,14 +61,14 @@ def test_deleted_bytes_stay_after_a_checkpoint_and_go_after_the_erase(
 
 
 def test_a_failed_rebuild_leaves_the_store_as_it_was(
-    kuzu_factory: Factory, build: GraphBuilder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store_factory: Factory, build: GraphBuilder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    backend = kuzu_factory("alice")
+    backend = store_factory("alice")
     fill(backend, build)
     backend.delete_engrams(["e00001"])
 
     def failing(*args: object) -> None:
-        raise BackendError("cannot rebuild memory.kuzu to erase: injected")
+        raise BackendError(f"cannot rebuild {DB_FILE} to erase: injected")
 
     monkeypatch.setattr(erase, "_import", failing)
     with pytest.raises(BackendError, match="injected"):
@@ -73,16 +76,18 @@ def test_a_failed_rebuild_leaves_the_store_as_it_was(
     assert not backend.erase_scratch.exists(), "the export (the store's texts) was left"
     assert sorted(e.id for e in backend.iter_engrams()) == ["e00002", "e00003"]
     monkeypatch.undo()
-    assert backend.erase_deleted() == 1  # the next erase does it
+    # The next erase does it. An engine that exports parquet deleted the orphaned cue
+    # from the old file before the export, so only the Kùzu (CSV) one drops it now.
+    assert backend.erase_deleted() == (1 if Backend.export_format == "csv" else 0)
     assert files_holding(tmp_path / "alice", TOKEN) == []
 
 
 def test_what_an_interrupted_erase_left_is_removed_at_open(tmp_path: Path) -> None:
-    path = tmp_path / "alice" / "memory.kuzu"
+    path = tmp_path / "alice" / DB_FILE
     left = path.with_name(path.name + erase.SCRATCH_SUFFIX) / "export"
     left.mkdir(parents=True)
     (left / "Engram.csv").write_text(f"e1,{TOKEN}\n")
-    backend = KuzuBackend("alice", path)
+    backend = Backend("alice", path)
     backend.open()
     try:
         assert files_holding(tmp_path, TOKEN) == []
