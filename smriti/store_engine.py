@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 AUTO = "auto"
 #: The record, in ``{STORAGE_LOCATION}/{user}/``, of the engine a store was moved to.
 ENGINE_RECORD = "engine.json"
+#: Present in the user's directory while a move renames the new store's files into
+#: place (``{name}`` is the target): those files are not a store yet.
+MOVING_MARKER = "migrate-{name}.moving"
 
 
 def backend_class(
@@ -47,6 +50,8 @@ def auto_backend(registry: Registry, user_dir: Path) -> type[StorageBackend]:
     candidates = [c for c in registry.unique("backend") if getattr(c, "preference", 0) > 0]
     candidates.sort(key=lambda c: -c.preference)
     for cls in candidates:
+        if (user_dir / MOVING_MARKER.format(name=cls.name)).exists():
+            continue  # a move to it was cut short: the store is still the old one
         if any((user_dir / name).exists() for name in cls.store_files):
             return cls
     if not candidates:

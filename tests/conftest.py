@@ -22,18 +22,23 @@ EngineFactory = Callable[..., Engine]
 
 #: The ``DB_TYPE`` the engine fixtures use.
 TEST_BACKEND = os.environ.get("SMRITI_TEST_BACKEND", "kuzu").strip().lower() or "kuzu"
-if TEST_BACKEND not in ("kuzu", "sqlite"):
-    raise pytest.UsageError(f"SMRITI_TEST_BACKEND={TEST_BACKEND!r}: use kuzu or sqlite")
+if TEST_BACKEND not in ("kuzu", "ladybug", "sqlite"):
+    raise pytest.UsageError(f"SMRITI_TEST_BACKEND={TEST_BACKEND!r}: use kuzu, ladybug or sqlite")
 
 
 def plugin_manager():  # noqa: ANN201 - pluggy.PluginManager
-    """Built-ins, plus the Kùzu backend (registered like an entry point would be) when
-    it is the test backend."""
+    """Built-ins, plus the Kùzu or LadybugDB backend (registered like an entry point
+    would be) when it is the test backend (``ladybug`` only in a process of its own,
+    with SMRITI_TEST_ENGINE=ladybug: tests/test_engines_apart.py)."""
     pm, _ = create_plugin_manager(load_entry_points=False)
     if TEST_BACKEND == "kuzu":
         import smriti_backend_kuzu.plugin as kuzu_plugin
 
         pm.register(kuzu_plugin, name="smriti-backend-kuzu")
+    elif TEST_BACKEND == "ladybug":
+        import smriti_backend_ladybug.plugin as ladybug_plugin
+
+        pm.register(ladybug_plugin, name="smriti-backend-ladybug")
     return pm
 
 

@@ -81,6 +81,15 @@ def test_a_moved_store_opens_with_the_recorded_engine(tmp_path: Path) -> None:
         backend_class(_registry(Old), _settings(tmp_path))
 
 
+def test_a_cut_short_move_leaves_the_store_on_its_old_engine(tmp_path: Path) -> None:
+    user_dir = tmp_path / "alice"
+    user_dir.mkdir()
+    (user_dir / "memory.old").write_bytes(b"")
+    (user_dir / "memory.new").write_bytes(b"")  # renamed in, the record not yet written
+    (user_dir / "migrate-new-engine.moving").write_text("")
+    assert backend_class(_registry(Old, New), _settings(tmp_path)) is Old
+
+
 def test_a_damaged_record_is_an_error_naming_the_fix(tmp_path: Path) -> None:
     (tmp_path / "alice").mkdir()
     (tmp_path / "alice" / ENGINE_RECORD).write_text("{not json")

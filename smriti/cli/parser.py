@@ -10,6 +10,7 @@ from smriti.cli import (
     doctor_command,
     graph_commands,
     keys_command,
+    migrate_command,
     owner_command,
     portable_commands,
     reembed_command,
@@ -110,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     tidy_commands.add_parsers(sub, common)
     owner_command.add_parser(sub, common)
     keys_command.add_parser(sub, common)
+    migrate_command.add_parser(sub, common)
     return parser
 
 

@@ -16,6 +16,13 @@ from smriti.plugins import PluginReport, Registry
 from smriti.store_engine import backend_class
 
 LOCAL_PLUGIN = "smriti_embedder_local"
+#: Why the local embedder may be missing: ``smriti-server`` leaves it out where ONNX
+#: Runtime has no wheel (Intel macOS on Python 3.14).
+NO_LOCAL_EMBEDDER = (
+    "the local sentence embedder is not installed (smriti-server leaves it out where ONNX "
+    "Runtime has no wheel, such as Intel macOS on Python 3.14): use an embedding API, or "
+    "Python 3.13 for local embeddings"
+)
 LEXICAL_TIP = (
     "for semantic recall set LLM_API_KEY or EMBEDDING_BASE_URL, or install the local embedder"
 )
@@ -66,7 +73,10 @@ def embedder_check(registry: Registry, settings: Settings) -> tuple[Check, str]:
     for cls in registry.unique("embedder"):
         found = _describe(cls, settings, explicit=False)
         if found is not None:
-            return Check("embedder", found.status, f"auto: {found.detail}", found.fix), cls.name
+            detail = f"auto: {found.detail}"
+            if cls.name == "lexical" and "local" not in registry.classes["embedder"]:
+                detail += f"; {NO_LOCAL_EMBEDDER}"
+            return Check("embedder", found.status, detail, found.fix), cls.name
     return fail("embedder", "no embedder is available", "reinstall smriti"), ""
 
 

@@ -77,9 +77,12 @@ def _components(settings: Settings, environ: Mapping[str, str]) -> list[Check]:
 def _backend(
     registry: Registry, report: PluginReport, settings: Settings, pending: list[probes.Probe]
 ) -> list[Check]:
+    from smriti.doctor.engine import engine_check
     from smriti.engine.components import choose_backend
 
     checks = [cc.backend_check(registry, report, settings)]
+    engine = engine_check(registry, settings)
+    checks += [engine] if engine is not None else []
     backend = choose_backend(registry, settings, settings.accessing_user)
     path = cc.store_path(backend)
     unusable = unusable_store(path) if path is not None else None
