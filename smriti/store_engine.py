@@ -68,7 +68,7 @@ def read_engine_record(user_dir: Path) -> str | None:
     path = user_dir / ENGINE_RECORD
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no store yet, or no directory
         return None
     except (OSError, ValueError) as exc:
         raise ConfigError(

@@ -27,7 +27,8 @@ MEANINGS: dict[str, str] = {
     "STORAGE_LOCATION": "Directory of the embedded stores: `{STORAGE_LOCATION}/{user}/`, "
     "made private (directories 0700, files 0600) whatever the umask. It must be "
     "writable: otherwise the server and every command stop at startup saying so.",
-    "DB_TYPE": "Storage backend: `kuzu` (`ladybug` alias), `neo4j`, `falkordb`, or a plugin.",
+    "DB_TYPE": "Storage backend: `auto` (a store keeps the engine that made it, a new store gets "
+    "LadybugDB), `ladybug`, `kuzu`, `neo4j`, `falkordb`, or a plugin.",
     "LLM_BASE_URL": "OpenAI-compatible API for cue extraction (Ollama, vLLM, LM Studio, ...).",
     "LLM_API_KEY": "API key of the LLM; with no key and the default URL, no LLM is used.",
     "LLM_MODEL": "Chat model used to extract summaries, memory types and cues.",
@@ -165,7 +166,7 @@ Read by the plugin loader and by individual plugins, not by `Settings`:
 | `SMRITI_STRICT_PLUGINS` | unset | `1`: a plugin that fails to load is an error, not a warning. |
 | `SMRITI_LOAD_PLUGINS` | unset | Comma-separated entry-point names: load only these. |
 | `SMRITI_DISABLE_PLUGINS` | unset | Comma-separated entry-point names to skip. |
-| `SMRITI_KUZU_BUFFER_MB` | 0 | Kùzu page buffer pool; 0: Kùzu's default, else at least 64. |
+| `SMRITI_KUZU_BUFFER_MB` | 0 | Page buffer pool of a Kùzu or LadybugDB store; 0: the engine's default, else at least 64. |
 | `SMRITI_GIT_TIMEOUT` | 120 | Git backup: seconds per git command (1..3600). |
 | `SMRITI_GIT_BRANCH` | unset | Git backup: branch to push to and restore from. |
 | `SMRITI_LOCAL_THREADS` | CPU count (capped) | Local embedder: onnxruntime threads (1..256). |
