@@ -19,6 +19,7 @@ Usage::
 
     uv run python bench/engine.py                      # kuzu (+ reachable servers), 1k,10k
     uv run python bench/engine.py --sizes 1k,10k,100k --backends kuzu,falkordb
+    uv run python bench/engine.py --sizes 10k,100k --backends kuzu,ladybug  # side by side
     uv run python bench/engine.py --start-servers      # also start FalkorDB and Neo4j
     uv run python bench/engine.py --sizes 10k --backends kuzu --profile
 
@@ -277,7 +278,7 @@ def consolidation(engine: Any) -> dict[str, Any]:
 
 def cleanup(engine: Any) -> None:
     """Delete what this run stored (servers keep running between runs)."""
-    if engine.backend.name == "kuzu":
+    if engine.backend.name in ("kuzu", "ladybug"):
         return  # a temporary directory
     ids = [e.id for e in engine.backend.iter_engrams()]
     for i in range(0, len(ids), 2000):
