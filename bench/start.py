@@ -1,7 +1,9 @@
 """Time a start on a large embedded store: MCP initialize, the first recall, the working set.
 
-Builds a Kùzu store of ``--size`` synthetic memories once (bench/corpus.py, lexical
-vectors, bulk import; ``--store DIR`` keeps it between runs), then, for each case,
+Builds a store (``--backend``: ``ladybug``, the default for a new store, or ``kuzu``; one
+engine per run, as the two cannot share a process) of ``--size`` synthetic memories once
+(bench/corpus.py, lexical vectors, bulk import; ``--store DIR`` keeps it between runs),
+then, for each case,
 starts the real ``smriti`` stdio server with the MCP SDK client, as an MCP client does,
 and times ``initialize``, the first ``smriti_recall`` (from the process start) and the
 next ``--recalls`` recalls; the owner process's log says when the working set was
@@ -11,7 +13,7 @@ loaded and from where. Cases, each with a new owner process:
 - ``no snapshot``: the snapshot deleted, as after a crash (loaded from the store);
 - ``owner running``: a second server while the first one's owner still runs.
 
-    uv run python bench/start.py [--size 100k] [--store DIR] [--smriti PATH]
+    uv run python bench/start.py [--size 100k] [--backend ladybug|kuzu] [--store DIR]
 
 ``--smriti`` runs another installation's console script (old code side by side). The
 bytecode of that installation is compiled first, as an installed package has it (pip
@@ -42,13 +44,15 @@ from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
 USER = "startbench"
+#: The engine of this run (``--backend``).
+BACKEND = {"name": "ladybug"}
 
 
 def settings_env(store: Path) -> dict[str, str]:
     return {
         "ACCESSING_USER": USER,
         "STORAGE_LOCATION": str(store),
-        "DB_TYPE": "kuzu",
+        "DB_TYPE": BACKEND["name"],
         "SMRITI_EMBEDDER": "lexical",
         "SMRITI_CUE_EXTRACTOR": "heuristic",
         "CONSOLIDATION_INTERVAL": "0",
@@ -163,9 +167,11 @@ def main() -> None:
     parser.add_argument("--store", type=Path, default=None, help="keep the store here")
     parser.add_argument("--smriti", default=str(Path(sys.executable).parent / "smriti"))
     parser.add_argument("--recalls", type=int, default=20)
+    parser.add_argument("--backend", default="ladybug", help="ladybug (default) or kuzu")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     configure_logging("warning")
+    BACKEND["name"] = args.backend
     import corpus
 
     size = int(float(args.size[:-1]) * 1000) if args.size.endswith("k") else int(args.size)
@@ -193,7 +199,9 @@ def main() -> None:
     ]  # fmt: skip
     print(table(headers, body))
     path = write_results(
-        "start", {"machine": machine(), "size": size, "smriti": args.smriti, "rows": rows},
+        "start",
+        {"machine": machine(), "size": size, "backend": args.backend, "smriti": args.smriti,
+         "rows": rows},
         args.out,
     )  # fmt: skip
     print(f"results: {path}")
