@@ -34,7 +34,8 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
 )
 
 #: ``pip install`` hints for components that ship as separate distributions. The product
-#: distribution ``smriti-server`` includes Kùzu and the local embedder.
+#: distribution ``smriti-server`` includes LadybugDB, Kùzu (where it has wheels) and the
+#: local embedder.
 PRODUCT = "smriti-server"
 INSTALL_HINTS: dict[str, str] = {
     "kuzu": PRODUCT,
