@@ -384,7 +384,11 @@ class EmbeddedGraphBackend(
     def _current(self, conn: Any) -> bool:
         """Whether ``conn`` (this thread's) is on the open database: an erase that rebuilt
         the file between making it and passing the quiet gate closed its database."""
-        return conn is self._local.conn and self._local.generation == self._generation
+        local = self._local  # replaced at a close or an erase's swap (_drop_prepared)
+        return (
+            conn is getattr(local, "conn", None)
+            and getattr(local, "generation", None) == self._generation
+        )
 
     def _save_manifest(self) -> None:
         """Raise (or lower) the manifest to the store's count and file size, once the
