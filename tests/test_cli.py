@@ -98,7 +98,7 @@ def test_store_recall_forget_stats_with_json(env: dict[str, str]) -> None:
     assert [r["content"] for r in listed["results"] if r["id"] == piped["id"]] == ["from stdin"]
 
     stats = ok_json(smriti(env, "stats", "--json"))
-    assert stats["user"] == "cli-user" and stats["backend"] == "kuzu"
+    assert stats["user"] == "cli-user" and stats["backend"] == "ladybug"  # a new store: LadybugDB
 
     forgotten = ok_json(smriti(env, "forget", stored["id"], "--json"))
     assert forgotten["id"] == stored["id"]
@@ -120,7 +120,7 @@ def test_readable_output(env: dict[str, str]) -> None:
     assert first.split()[4] == "user"  # a CLI store is the user's own words
     assert "Standup moved to 9:30" in first
     stats = smriti(env, "stats")
-    assert "backend" in stats.stdout and "kuzu" in stats.stdout
+    assert "backend" in stats.stdout and "ladybug" in stats.stdout
     empty = smriti(env, "--user", "nobody", "recall", "anything")
     assert empty.stdout.strip() == "no memories found"
 

@@ -259,7 +259,7 @@ def held(pristine: Path, tmp_path: Path) -> Disk:
 
 
 def _db(disk: Disk) -> Path:
-    return disk.root / "store" / USER / "memory.kuzu"
+    return disk.root / "store" / USER / "memory.lbug"  # a new store: LadybugDB
 
 
 def _assert_refused(disk: Disk, what: str) -> None:
@@ -296,6 +296,6 @@ def test_forgetting_memories_still_opens_and_moving_aside_starts_empty(held: Dis
     stats = _cli(held, "stats")
     assert stats.returncode == 0, stats.stderr
     # Moving the files aside, as the refusal says, starts an empty store deliberately.
-    for path in _db(held).parent.glob("memory.kuzu*"):
+    for path in _db(held).parent.glob("memory.lbug*"):
         path.rename(held.root / path.name)
     assert _cli(held, "stats").returncode == 0

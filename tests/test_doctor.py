@@ -77,7 +77,7 @@ def test_zero_config_is_all_ok_and_creates_no_store(env: dict[str, str], tmp_pat
     assert result.returncode == 0, result.stdout + result.stderr
     for name in ("settings", "plugins", "backend", "store", "embedder", "cue extractor"):
         assert line(result, name).startswith("ok "), result.stdout
-    store = tmp_path / "store" / "doc-user" / "memory.kuzu"
+    store = tmp_path / "store" / "doc-user" / "memory.lbug"  # a new store: LadybugDB
     assert f"no store yet at {store}" in line(result, "store")
     assert "local: sentence-transformers/" in line(result, "embedder")
     assert "not downloaded yet" in line(result, "embedder")  # and doctor did not fetch it

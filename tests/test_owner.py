@@ -176,7 +176,7 @@ def test_doctor_shows_the_owner(store: Path) -> None:
 def test_owner_off_is_one_process_at_a_time(store: Path) -> None:
     env = load_env(store, USER, SMRITI_OWNER="off")
     with _stdio_server(env):
-        assert _wait_for(lambda: (store / USER / "memory.kuzu").exists())
+        assert _wait_for(lambda: (store / USER / "memory.lbug").exists())
         time.sleep(1)
         done = cli(env, "stats")
         assert done.returncode == 1 and "in use by another process" in done.stderr

@@ -160,7 +160,7 @@ def test_a_store_made_under_umask_022_is_private_to_its_owner(
     # Before any other command opens (and so tightens) the store: what the owner
     # process and Kùzu created under it is private from the start.
     running = tree(base / "store")
-    assert len(running) > 5 and base / "store" / "alice" / "memory.kuzu" in running
+    assert len(running) > 5 and base / "store" / "alice" / "memory.lbug" in running
     assert all(mode(p) & 0o077 == 0 for p in running), [(p, oct(mode(p))) for p in running]
     ok(smriti(env, "store", "Ravi's cat is called Biscuit", "--tags", "pets", "--json"))
     ok(smriti(env, "sync", "--json"))
@@ -174,7 +174,7 @@ def test_a_store_made_under_umask_022_is_private_to_its_owner(
     paths = tree(store)
     user_dir = store / "alice"
     names = {p.relative_to(user_dir).as_posix() for p in paths if user_dir in p.parents}
-    for made in ("memory.kuzu", "memory.kuzu.journal", "owner.log", "working-set/meta.json",
+    for made in ("memory.lbug", "memory.lbug.journal", "owner.log", "working-set/meta.json",
                  "backup-git/.git/config", "backup-git/alice/memory.jsonl"):  # fmt: skip
         assert made in names, sorted(names)
     for path in paths:
@@ -204,7 +204,7 @@ def test_an_existing_loose_store_is_tightened_on_open_with_one_log_line(
     store, user_dir = base / "store", base / "store" / "alice"
     store.chmod(0o755)
     loosened = loosen(user_dir)
-    assert as_nobody([user_dir / "memory.kuzu"])[str(user_dir / "memory.kuzu")] == "read"
+    assert as_nobody([user_dir / "memory.lbug"])[str(user_dir / "memory.lbug")] == "read"
 
     result = ok(smriti(env, "recall", "standup", "--json", SMRITI_OWNER="off"))
     assert json.loads(result.stdout)["results"], "the tightened store still answers"
@@ -230,14 +230,14 @@ def test_doctor_reports_a_loose_store_and_then_a_private_one(
 
     ok(smriti(env, "store", "Doctor looks at modes", "--json", SMRITI_OWNER="off"))
     user_dir = base / "store" / "alice"
-    (user_dir / "memory.kuzu").chmod(0o644)
+    (user_dir / "memory.lbug").chmod(0o644)
     user_dir.chmod(0o755)
     loose = ok(smriti(env, "doctor", "--json"))
     privacy = {c["name"]: c for c in json.loads(loose.stdout)["checks"]}["privacy"]
     assert privacy["status"] == "warn", privacy
     assert privacy["detail"].startswith("loose: 2 paths"), privacy
     assert f"{user_dir} (0755)" in privacy["detail"]
-    assert f"{user_dir / 'memory.kuzu'} (0644)" in privacy["detail"]
+    assert f"{user_dir / 'memory.lbug'} (0644)" in privacy["detail"]
     assert "chmod -R go=" in privacy["fix"]
     assert mode(user_dir) == 0o755, "doctor only looks"
 
