@@ -70,7 +70,9 @@ def _global_flags() -> argparse.ArgumentParser:
     group = common.add_argument_group("settings (override environment variables)")
     group.add_argument("--user", default=argparse.SUPPRESS, help="ACCESSING_USER")
     group.add_argument("--storage", default=argparse.SUPPRESS, help="STORAGE_LOCATION directory")
-    group.add_argument("--db-type", default=argparse.SUPPRESS, help="DB_TYPE (auto, ladybug, kuzu, neo4j, ...)")
+    group.add_argument(
+        "--db-type", default=argparse.SUPPRESS, help="DB_TYPE (auto, ladybug, kuzu, neo4j, ...)"
+    )
     group.add_argument(
         "--log-level",
         default=argparse.SUPPRESS,

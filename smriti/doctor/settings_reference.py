@@ -166,7 +166,7 @@ Read by the plugin loader and by individual plugins, not by `Settings`:
 | `SMRITI_STRICT_PLUGINS` | unset | `1`: a plugin that fails to load is an error, not a warning. |
 | `SMRITI_LOAD_PLUGINS` | unset | Comma-separated entry-point names: load only these. |
 | `SMRITI_DISABLE_PLUGINS` | unset | Comma-separated entry-point names to skip. |
-| `SMRITI_KUZU_BUFFER_MB` | 0 | Page buffer pool of a Kùzu or LadybugDB store; 0: the engine's default, else at least 64. |
+| `SMRITI_KUZU_BUFFER_MB` | 0 | Kùzu/LadybugDB page buffer pool; 0: the default, else at least 64. |
 | `SMRITI_GIT_TIMEOUT` | 120 | Git backup: seconds per git command (1..3600). |
 | `SMRITI_GIT_BRANCH` | unset | Git backup: branch to push to and restore from. |
 | `SMRITI_LOCAL_THREADS` | CPU count (capped) | Local embedder: onnxruntime threads (1..256). |
