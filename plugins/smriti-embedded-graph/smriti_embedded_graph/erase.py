@@ -94,9 +94,7 @@ class EraseMixin(_Self):  # type: ignore[misc,valid-type]
             if self.export_format != "csv":
                 dropped = self._delete_orphaned_cues(conn)
             try:
-                conn.execute(
-                    f"EXPORT DATABASE '{_quoted(export)}' (format='{self.export_format}')"
-                )
+                conn.execute(f"EXPORT DATABASE '{_quoted(export)}' (format='{self.export_format}')")
             except RuntimeError as exc:
                 raise BackendError(f"cannot export {self.path} to erase: {exc}") from exc
             if self.export_format == "csv":

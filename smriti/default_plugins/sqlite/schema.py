@@ -133,7 +133,6 @@ def _v2(conn: sqlite3.Connection) -> None:
     )
 
 
-
 def _v3(conn: sqlite3.Connection) -> None:
     """The origin fields (who said it)."""
     _add_columns(conn, _V3_COLUMNS)
