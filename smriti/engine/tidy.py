@@ -18,7 +18,7 @@ importance and the sum of their recalls.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -130,7 +130,7 @@ def _fold(engine: Engine, survivor: Engram, todo: list[Engram]) -> None:
 
 
 def _carried(
-    engine: Engine, survivor: str, gone: set[str], edges: Iterable[Association], now: Any
+    engine: Engine, survivor: str, gone: set[str], edges: Sequence[Association], now: Any
 ) -> list[Association]:
     """The merged memories' associations to current memories the survivor is not yet
     linked to, as edges from the survivor (the strongest per other memory)."""
