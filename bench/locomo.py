@@ -21,7 +21,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from smriti.default_plugins.text import terms
+from smriti.backend import terms
 from smriti.embedding import Embedder
 
 DATA = Path("/work/shared/data/locomo/locomo_dev.json")

@@ -22,10 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from smriti.backend import Seek
 from smriti.engine import recall as pipeline
 from smriti.engine.scoring import Weights, composite, seed_cluster
 from smriti.model import normalise_cue_name, utcnow
-from smriti.reads import Seek
 
 RULES = ("current", "sum", "noisy-or", "rrf")
 RRF_K = 60

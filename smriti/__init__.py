@@ -23,11 +23,11 @@ from smriti.errors import (
 )
 
 if TYPE_CHECKING:
+    from smriti.backend import EngramStats, StorageBackend, StoredMemory
     from smriti.backup import BackupProvider, SyncReport
     from smriti.clustering import Clusterer, ClusterResult
     from smriti.embedding import Embedder
     from smriti.extraction import CueExtractor
-    from smriti.storage import EngramStats, StorageBackend, StoredMemory
 
 # The base classes pull in numpy; import them on first use so `smriti --help` and
 # plugin entry modules stay fast.
@@ -38,9 +38,9 @@ _LAZY = {
     "ClusterResult": "smriti.clustering",
     "Embedder": "smriti.embedding",
     "CueExtractor": "smriti.extraction",
-    "EngramStats": "smriti.storage",
-    "StorageBackend": "smriti.storage",
-    "StoredMemory": "smriti.storage",
+    "EngramStats": "smriti.backend",
+    "StorageBackend": "smriti.backend",
+    "StoredMemory": "smriti.backend",
 }
 
 

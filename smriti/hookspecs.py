@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
+    from smriti.backend import StorageBackend
     from smriti.backup import BackupProvider
     from smriti.clustering import Clusterer
     from smriti.embedding import Embedder
     from smriti.extraction import CueExtractor
-    from smriti.storage import StorageBackend
 
 hookspec = pluggy.HookspecMarker("smriti")
 

@@ -32,9 +32,9 @@ from smriti.private import private_dir
 from smriti.store_engine import AUTO, MOVING_MARKER, backend_class, write_engine_record
 
 if TYPE_CHECKING:
+    from smriti.backend import StorageBackend
     from smriti.config import Settings
     from smriti.plugins import Registry
-    from smriti.storage import StorageBackend
 
 log = get_logger(__name__)
 

@@ -19,9 +19,9 @@ from smriti.errors import ConfigError, UnknownBackendError
 from smriti.private import open_private
 
 if TYPE_CHECKING:
+    from smriti.backend import StorageBackend
     from smriti.config import Settings
     from smriti.plugins import Registry
-    from smriti.storage import StorageBackend
 
 #: The ``DB_TYPE`` value that lets the store and the installed backends decide.
 AUTO = "auto"

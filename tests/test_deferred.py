@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from smriti.deferred import DeferredWrites
+from smriti.backend import DeferredWrites
 
 
 def _gated(done: list[int]) -> tuple[threading.Event, Callable[[], None]]:

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from mcp.client import Client
 
+from smriti.backend import Seek
 from smriti.engine import Engine
 from smriti.errors import ProviderError
 from smriti.mcp_server import build_server
-from smriti.reads import Seek
 from smriti.testing.fake_openai import FakeOpenAI
 
 EngineFactory = Callable[..., Engine]

@@ -16,13 +16,13 @@ from typing import Any
 import igraph
 import pytest
 
+from smriti.backend import unit
 from smriti.engine import Engine
 from smriti.errors import NotFound
 from smriti.graphview.render import write_picture
 from smriti.graphview.select import strength
 from smriti.model import Association, Cue, Engram, Link
 from smriti.owner import ops
-from smriti.storage import unit
 from smriti.testing.owner_load import cli, load_env
 
 TOPICS = ("cooking", "running", "music", "travel", "garden", "finance", "pets", "coding")

@@ -1,4 +1,4 @@
-"""Unit rows read from a snapshot's file (smriti.index.rows): a vector cache on them
+"""Unit rows read from a snapshot's file (smriti.backend.rows): a vector cache on them
 answers exactly as one holding its rows in memory, through every change, and never maps
 the file."""
 
@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smriti.index import rows as rows_module
-from smriti.index import vectors
-from smriti.index.rows import UnitRows
-from smriti.index.vectors import VectorCache
+from smriti.backend import VectorCache
+from smriti.backend import rows as rows_module
+from smriti.backend import vector_cache as vectors
+from smriti.backend.rows import UnitRows
 
 
 def _pair(tmp_path: Path, n: int, dims: int, rng: np.random.Generator) -> tuple[VectorCache, ...]:

@@ -1,4 +1,4 @@
-"""The working set's vector cache (smriti.index.vectors): its int8 pre-scan returns exactly
+"""The working set's vector cache (smriti.backend.vector_cache): its int8 pre-scan returns exactly
 what the float32 scan returns."""
 
 from __future__ import annotations
@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from smriti.index import vectors
-from smriti.index.vectors import VectorCache
-from smriti.storage import cosine_top_k
+from smriti.backend import VectorCache, cosine_top_k
+from smriti.backend import vector_cache as vectors
 
 
 def reference(vc: VectorCache, query: np.ndarray, k: int, label: int | None) -> list[float]:

@@ -48,7 +48,7 @@ def test_a_rewrite_of_the_whole_store_waits_for_writes_and_holds_new_ones() -> N
     import threading
     import time
 
-    from smriti.engine.gate import WriteGate
+    from smriti.backend import WriteGate
 
     gate = WriteGate()
     order: list[str] = []

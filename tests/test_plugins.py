@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from smriti import hookimpl
+from smriti.backend import StorageBackend
 from smriti.errors import DuplicatePluginError, PluginError, UnknownBackendError
 from smriti.plugins import DEFAULT_PLUGINS, Registry, create_plugin_manager
-from smriti.storage import StorageBackend
 
 GOOD = """
 from smriti import hookimpl

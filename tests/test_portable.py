@@ -19,6 +19,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from smriti import hookimpl
+from smriti.backend import StorageBackend, unit
 from smriti.config import Settings
 from smriti.embedding import Embedder
 from smriti.engine import Engine
@@ -35,7 +36,6 @@ from smriti.portable import (
 )
 from smriti.portable.format import VERSION_FIELDS, decode_vector
 from smriti.progress import Progress
-from smriti.storage import StorageBackend, unit
 from smriti.testing.backup_suite import memory_texts
 
 from .conftest import EngineFactory

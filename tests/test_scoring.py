@@ -7,10 +7,10 @@ from datetime import timedelta
 
 import pytest
 
+from smriti.backend import EngramStats
 from smriti.engine.consolidate import decay_of
 from smriti.engine.scoring import Weights, composite, recency, seed_cluster
 from smriti.model import Engram, utcnow
-from smriti.storage import EngramStats
 
 
 def engram(

@@ -31,7 +31,7 @@ def _everything(engine) -> str:  # noqa: ANN001 - an Engine
 
 
 def _links(engine, memory_id: str):  # noqa: ANN001, ANN202
-    from smriti.reads import Expand
+    from smriti.backend import Expand
 
     return engine.backend.neighbourhood(Expand([memory_id], 100, 0, 0)).links
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from smriti.backend import Expand, Listing, Seek
 from smriti.config import Settings
 from smriti.default_plugins.sqlite import schema
 from smriti.default_plugins.sqlite.backend import DB_FILE, SqliteBackend
@@ -25,7 +26,6 @@ from smriti.default_plugins.sqlite.lexical import document_terms, write_postings
 from smriti.errors import BackendError, ConfigError
 from smriti.model import Association, EngramUpdate
 from smriti.plugins import Registry, create_plugin_manager
-from smriti.reads import Expand, Listing, Seek
 from smriti.testing import GraphBuilder, RecallEqualityTests, StorageBackendTests
 from smriti.testing.builders import T0
 from smriti.testing.storage_suite import assert_engram_equal

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from smriti import hookimpl
+from smriti.backend import StorageBackend
 from smriti.config import Settings
 from smriti.default_plugins.sqlite.backend import SqliteBackend
 from smriti.errors import ConfigError, UnknownBackendError
 from smriti.plugins import Registry, create_plugin_manager
-from smriti.storage import StorageBackend
 from smriti.store_engine import ENGINE_RECORD, backend_class, write_engine_record
 
 

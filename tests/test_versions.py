@@ -257,8 +257,8 @@ def test_list_pages_with_a_cursor_without_repeats_or_gaps(
 
 
 def test_one_cue_of_a_three_cue_query_is_weak_evidence() -> None:
+    from smriti.backend import CueMatch, Seeds
     from smriti.engine.recall import cue_hits
-    from smriti.reads import CueMatch, Seeds
 
     # "message" is the only query cue stored, on a memory about commit messages; the
     # other two query cues ("broker", "pick") match nothing.

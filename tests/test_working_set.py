@@ -17,14 +17,13 @@ import numpy as np
 import pytest
 from structlog.testing import capture_logs
 
+from smriti.backend import Expand, Listing, Seek, StorageBackend, list_key, listing_sorted
 from smriti.default_plugins.sqlite.backend import DB_FILE, SqliteBackend
 from smriti.index import recency, snapshot
 from smriti.index.budget import Budget
 from smriti.index.indexed import IndexedBackend
 from smriti.index.working_set import WorkingSet
 from smriti.model import Association, EngramUpdate
-from smriti.reads import Expand, Listing, Seek, list_key, listing_sorted
-from smriti.storage import StorageBackend
 from smriti.testing import GraphBuilder, RecallEqualityTests, StorageBackendTests
 from smriti.testing.builders import T0
 from smriti.testing.storage_suite import assert_engram_equal

@@ -10,8 +10,8 @@ import re
 from collections import Counter
 
 from smriti import hookimpl
+from smriti.backend import STOPWORDS, stem, terms
 from smriti.config import Settings
-from smriti.default_plugins.text import STOPWORDS, stem, terms
 from smriti.extraction import CueExtractor
 from smriti.model import CueRef, Extraction
 

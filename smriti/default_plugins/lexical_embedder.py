@@ -17,8 +17,8 @@ from functools import lru_cache
 import numpy as np
 
 from smriti import hookimpl
+from smriti.backend import terms
 from smriti.config import Settings
-from smriti.default_plugins.text import terms
 from smriti.embedding import Embedder
 
 DIMS = 384

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from smriti import index
+from smriti.backend import StorageBackend
 from smriti.backup import BackupProvider
 from smriti.clustering import Clusterer
 from smriti.config import Settings
@@ -14,7 +15,6 @@ from smriti.extraction import CueExtractor
 from smriti.logs import get_logger
 from smriti.model import Extraction
 from smriti.plugins import Registry
-from smriti.storage import StorageBackend
 from smriti.store_engine import backend_class
 
 log = get_logger(__name__)

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from smriti.backend import EngramStats
 from smriti.clustering import ClusterResult
 from smriti.model import Association, EngramUpdate, utcnow
 from smriti.progress import Progress, ProgressArg, progress_bar
-from smriti.storage import EngramStats
 
 if TYPE_CHECKING:
     from smriti.engine.core import Engine

@@ -12,6 +12,7 @@ import numpy as np
 import pluggy
 
 from smriti import validation
+from smriti.backend import StorageBackend, WriteGate
 from smriti.backup import SyncReport
 from smriti.config import Settings, validate_user
 from smriti.embedding import Embedder
@@ -20,7 +21,6 @@ from smriti.engine.background import Background
 from smriti.engine.consolidate import ConsolidationReport, consolidate
 from smriti.engine.contiguity import Timeline
 from smriti.engine.erasure import Erasure
-from smriti.engine.gate import WriteGate
 from smriti.engine.recall import RecallResults, recall
 from smriti.engine.store import StoreOutcome, store
 from smriti.errors import ConfigError, NotFound
@@ -29,7 +29,6 @@ from smriti.logs import get_logger
 from smriti.model import ORIGIN_AGENT, Cue, Engram, Provenance
 from smriti.plugins import Registry, create_plugin_manager
 from smriti.progress import ProgressArg
-from smriti.storage import StorageBackend
 
 log = get_logger(__name__)
 

@@ -1,7 +1,7 @@
 """Opaque cursors of ``list`` mode: where the previous page ended, for whom, how filtered.
 
 A cursor is URL-safe base64 of a small JSON object: the listing key of the page's last
-memory (``smriti.reads.ListKey``), the user it was made for, and a digest of the filters.
+memory (``smriti.backend.ListKey``), the user it was made for, and a digest of the filters.
 It grants nothing (every read is scoped to the caller's own memory anyway); the user and
 digest only turn a cursor used in the wrong place into a clear error instead of a page
 that silently starts somewhere odd.
@@ -15,8 +15,8 @@ import hashlib
 import json
 from datetime import datetime
 
+from smriti.backend import Listing, ListKey
 from smriti.errors import InvalidInput
-from smriti.reads import Listing, ListKey
 
 VERSION = 1
 MAX_CURSOR_CHARS = 1024

@@ -34,8 +34,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from smriti.backend import Expand
 from smriti.model import Engram
-from smriti.reads import Expand
 
 if TYPE_CHECKING:
     from smriti.engine.core import Engine

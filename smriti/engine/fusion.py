@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from smriti.backend import unit
 from smriti.engine.when import Window
 from smriti.model import Engram, normalise_cue_name
-from smriti.storage import unit
 
 if TYPE_CHECKING:
     from smriti.engine.recall import Candidate

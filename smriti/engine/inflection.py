@@ -1,6 +1,6 @@
 """Query-side relaxed matching: a query word also matches the other forms of its stem.
 
-The lexical analyzer (``smriti.default_plugins.text.stem``) folds plurals only, and it
+The lexical analyzer (``smriti.backend.text.stem``) folds plurals only, and it
 also names stored cues and index terms, so changing it would split every existing store
 into old and new terms. Questions and the statements that answer them inflect verbs
 differently ("Where has Melanie camped?" against "we went camping"), so recall instead
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from smriti.default_plugins.text import STOPWORDS
+from smriti.backend import STOPWORDS
 
 _WORD = re.compile(r"[A-Za-z]+")
 _VOWELS = frozenset("aeiou")

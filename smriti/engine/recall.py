@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from smriti import validation
+from smriti.backend import Expand, Listing, Neighbourhood, Seeds, Seek, list_key, unit
 from smriti.engine.contiguity import FOLLOWS
 from smriti.engine.cursor import decode, encode
 from smriti.engine.fusion import CONTEXT, Fusion
@@ -36,8 +37,6 @@ from smriti.model import (
     normalise_cue_name,
     utcnow,
 )
-from smriti.reads import Expand, Listing, Neighbourhood, Seeds, Seek, list_key
-from smriti.storage import unit
 
 if TYPE_CHECKING:
     from smriti.engine.core import Engine

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from smriti import secrets, validation
+from smriti.backend import Expand
 from smriti.engine import duplicates
 from smriti.engine.contiguity import FOLLOWS
 from smriti.errors import InvalidInput, ProviderError
@@ -27,7 +28,6 @@ from smriti.model import (
     normalise_cue_name,
     utcnow,
 )
-from smriti.reads import Expand
 
 if TYPE_CHECKING:
     from smriti.engine.core import Engine

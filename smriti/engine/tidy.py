@@ -23,12 +23,12 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from smriti import validation
+from smriti.backend import Expand
 from smriti.engine import duplicates
 from smriti.engine.contiguity import FOLLOWS
 from smriti.engine.versions import MERGED, RELATED_MAX, VERSION_RELATIONS, fetch, memory_out
 from smriti.errors import InvalidInput
 from smriti.model import Association, Engram, EngramUpdate, Link, utcnow
-from smriti.reads import Expand
 
 if TYPE_CHECKING:
     from smriti.engine.core import Engine

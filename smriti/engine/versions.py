@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from smriti import secrets, validation
+from smriti.backend import Expand, Listing
 from smriti.engine.contiguity import FOLLOWS
 from smriti.engine.store import Correction, StoreOutcome, store
 from smriti.errors import InvalidInput, NotFound
 from smriti.model import Association, Engram, EngramUpdate, Provenance, utcnow
-from smriti.reads import Expand, Listing
 
 if TYPE_CHECKING:
     from smriti.engine.core import Engine

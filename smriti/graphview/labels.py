@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from smriti.reads import Expand
+from smriti.backend import Expand
 
 if TYPE_CHECKING:
-    from smriti.storage import StorageBackend
+    from smriti.backend import StorageBackend
 
 #: Cues named per cluster.
 TOP_CUES = 3

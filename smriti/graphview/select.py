@@ -15,16 +15,15 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from smriti.backend import EngramStats, Expand
 from smriti.errors import InvalidInput, NotFound
 from smriti.graphview import DEFAULT_LIMIT
 from smriti.graphview.labels import CueCounts, cluster_name, sample_cues, top_cues
 from smriti.model import Cue
-from smriti.reads import Expand
-from smriti.storage import EngramStats
 
 if TYPE_CHECKING:
+    from smriti.backend import StorageBackend
     from smriti.engine import Engine
-    from smriti.storage import StorageBackend
 
 #: Association edges read per memory and direction.
 ASSOCIATIONS_PER_MEMORY = 20

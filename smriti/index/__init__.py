@@ -19,8 +19,8 @@ import shutil
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from smriti.backend import StorageBackend
     from smriti.config import Settings
-    from smriti.storage import StorageBackend
 
 
 def wanted(settings: Settings, backend: StorageBackend) -> bool:

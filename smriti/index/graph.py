@@ -1,6 +1,6 @@
 """The working set's graph: engram rows and EncodedBy/AssociatedWith adjacency.
 
-Rows hold an engram's fields without its embedding (``smriti.index.vectors`` holds
+Rows hold an engram's fields without its embedding (``smriti.backend.vector_cache`` holds
 those); cue -> engram lists are kept most important first where recall needs them
 (``smriti.index.ranking``). Every structure shares one id object per engram and cue
 (ids read back with a million links were otherwise separate strings). A loaded graph
@@ -20,9 +20,10 @@ from typing import Any
 
 import numpy as np
 
+from smriti.backend import document_terms, text_terms
 from smriti.index.packed import LazyMap, Packed
 from smriti.index.ranking import TopByImportance
-from smriti.index.text import TextIndex, document_terms, text_terms
+from smriti.index.text import TextIndex
 from smriti.model import Association, Engram, Link
 
 #: Engram fields kept per row, in this order (the embedding lives in the vector cache).

@@ -42,19 +42,23 @@ from typing import Any
 
 import numpy as np
 
+from smriti.backend import (
+    EngramStats,
+    Expand,
+    Listing,
+    Neighbourhood,
+    Seeds,
+    Seek,
+    StorageBackend,
+    StoredMemory,
+    joined,
+)
+from smriti.backend.contract import AssociationSearch
 from smriti.index import heap, snapshot
 from smriti.index.budget import BUDGET
 from smriti.index.working_set import UPDATED, WorkingSet
 from smriti.logs import get_logger
 from smriti.model import Association, CoOccurrence, Cue, Engram, EngramUpdate, Link, utcnow
-from smriti.reads import Expand, Listing, Neighbourhood, Seeds, Seek
-from smriti.storage import (
-    AssociationSearch,
-    EngramStats,
-    StorageBackend,
-    StoredMemory,
-    joined,
-)
 
 log = get_logger(__name__)
 

@@ -1,5 +1,5 @@
 """The order of ``list`` mode: most recently accessed first, then newest created, then id
-descending (``smriti.reads.Listing``).
+descending (``smriti.backend.Listing``).
 
 Two sorted lists of keys: a large base and a small head that takes every change. Keys
 sort ascending, so the listing order is the lists read backwards, and the page after a

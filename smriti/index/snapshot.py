@@ -11,7 +11,7 @@ is never used. Deleting the directory is always safe.
 Layout of ``{STORAGE_LOCATION}/{user}/working-set/``: ``vec_units.npy`` and
 ``vec_codes.npy`` (the vectors and their int8 copy, with the cache's spare rows as a
 hole at the end; the int8 copy is mapped into memory at load, the vectors are read
-from their file when a search re-scores them, ``smriti.index.rows``), ``arrays.npz``
+from their file when a search re-scores them, ``smriti.backend.rows``), ``arrays.npz``
 (the other numbers; no pickles anywhere), ``strings.json`` (ids, texts, names) and
 ``meta.json`` (format and stamp), written last; ``stale`` appears when the store is
 first written after the save (a hint for the next start, which then does not load it).
@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from smriti.backend.rows import UnitRows, npy_rows
 from smriti.index.graph import FIELDS, POS, Facets
-from smriti.index.rows import UnitRows, npy_rows
 from smriti.index.working_set import WorkingSet
 from smriti.model import Cue, normalise_cue_name
 from smriti.private import make_private, open_private, private_dir
@@ -372,7 +372,7 @@ def _rows(path: Path, capacity: int) -> np.ndarray:
 
 def _unit_rows(path: Path, count: int, capacity: int) -> UnitRows | np.ndarray:
     """The vector cache's unit rows: the first ``count`` of the file at ``path``, read on
-    demand (``smriti.index.rows``), with room for ``capacity`` rows in all. Where
+    demand (``smriti.backend.rows``), with room for ``capacity`` rows in all. Where
     ``os.preadv`` is missing (Windows) they are read into memory."""
     if count and hasattr(os, "preadv"):
         return UnitRows.on_file(path, count, max(1, capacity - count))

@@ -1,65 +1,23 @@
 """The working set's lexical index: BM25 (k1 1.2, b 0.75) over content, summary and tags.
 
-One analyzer serves documents and queries: word tokens (letters and digits of any
-script, lower case; underscores split words), smriti's stopwords dropped, light English
-stemming (``smriti.default_plugins.text.stem``). Postings are append-only ``array``s;
-deleted or replaced documents are tombstoned (document frequencies count live
-postings) and compacted once a quarter are dead. Only the postings of the query's terms
-are scored (numpy), top-k by ``argpartition``.
+Documents and queries go through the one analyzer, ``smriti.backend.text``. Postings are
+append-only ``array``s; deleted or replaced documents are tombstoned (document
+frequencies count live postings) and compacted once a quarter are dead. Only the
+postings of the query's terms are scored (numpy), top-k by ``argpartition``.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from array import array
 from collections import Counter
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
-from smriti.default_plugins.text import STOPWORDS, stem
-from smriti.model import Engram
+from smriti.backend.text import index_terms
 
-__all__ = ["STOPWORDS", "TextIndex", "document_terms", "index_terms", "text_terms", "tokenize"]
-
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens of ``text`` (underscores split words too)."""
-    return _WORD.findall(text.lower().replace("_", " "))
-
-
-#: token -> its index term ("" for a stopword); cleared when it grows past TERM_CACHE.
-_TERM_OF: dict[str, str] = {}
-TERM_CACHE = 200_000
-
-
-def index_terms(text: str) -> list[str]:
-    """Terms of the lexical index: word tokens, stopwords dropped, lightly stemmed."""
-    table = _TERM_OF
-    if len(table) > TERM_CACHE:
-        table.clear()
-    terms = []
-    for token in tokenize(text):
-        term = table.get(token)
-        if term is None:
-            term = table[token] = "" if token in STOPWORDS else stem(token)
-        if term:
-            terms.append(term)
-    return terms
-
-
-def document_terms(e: Engram) -> Counter[str]:
-    """Term frequencies of an engram in the text index: content, summary and tags."""
-    return text_terms(e.content, e.summary, e.tags)
-
-
-def text_terms(content: str, summary: str, tags: Iterable[object]) -> Counter[str]:
-    """Term frequencies of an engram's searchable text (``document_terms`` of its parts)."""
-    return Counter(index_terms(f"{content} {summary} {' '.join(str(t) for t in tags)}"))
+__all__ = ["TextIndex"]
 
 
 class TextIndex:

@@ -18,9 +18,19 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from smriti.backend import (
+    CueMatch,
+    EngramStats,
+    Expand,
+    Listing,
+    Neighbourhood,
+    Seeds,
+    Seek,
+    StoredMemory,
+    VectorCache,
+)
 from smriti.index.graph import POS, Facets, Graph, utc
 from smriti.index.recency import RecencyOrder, order_key
-from smriti.index.vectors import VectorCache
 from smriti.model import (
     Association,
     Cue,
@@ -31,8 +41,6 @@ from smriti.model import (
     origin_matches,
     utcnow,
 )
-from smriti.reads import CueMatch, Expand, Listing, Neighbourhood, Seeds, Seek
-from smriti.storage import EngramStats, StoredMemory
 
 #: The EngramUpdate fields, in the order they are applied.
 UPDATED = (

@@ -13,8 +13,8 @@ from smriti.model import Engram
 from smriti.portable.format import source_of
 
 if TYPE_CHECKING:
+    from smriti.backend import StorageBackend
     from smriti.engine.core import Engine
-    from smriti.storage import StorageBackend
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

@@ -18,9 +18,9 @@ from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
+from smriti.backend import StorageBackend
 from smriti.model import Association, CoOccurrence, Cue, Engram, Link
 from smriti.private import make_private
-from smriti.storage import StorageBackend
 
 if TYPE_CHECKING:
     from smriti.embedding import Embedder

@@ -36,9 +36,9 @@ from smriti.portable.tombstones import Tombstone
 from smriti.progress import Progress, ProgressArg, progress_bar
 
 if TYPE_CHECKING:
+    from smriti.backend import StorageBackend
     from smriti.embedding import Embedder
     from smriti.engine.core import Engine
-    from smriti.storage import StorageBackend
 
 log = get_logger(__name__)
 

@@ -65,8 +65,8 @@ from smriti.portable.importer import ENGRAM_BATCH, IMPORT_BATCH, read_header, re
 from smriti.portable.tombstones import Tombstone
 
 if TYPE_CHECKING:
+    from smriti.backend import StorageBackend
     from smriti.engine.core import Engine
-    from smriti.storage import StorageBackend
 
 log = get_logger(__name__)
 

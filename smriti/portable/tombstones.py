@@ -33,7 +33,7 @@ from smriti.model import Engram, utcnow
 from smriti.portable.format import parse_ts, ts
 
 if TYPE_CHECKING:
-    from smriti.storage import StorageBackend
+    from smriti.backend import StorageBackend
 
 TOMBSTONES_KEY = "tombstones"
 FORGET = "forget"

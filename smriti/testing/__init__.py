@@ -1,7 +1,7 @@
 """Conformance suites and helpers for plugin authors.
 
 Subclass :class:`StorageBackendTests` in a backend's test module and override its
-``backend_factory`` fixture; every contract clause of :class:`smriti.storage.StorageBackend`
+``backend_factory`` fixture; every contract clause of :class:`smriti.backend.StorageBackend`
 then runs against the real backend::
 
     class TestMyBackend(StorageBackendTests):

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
+from smriti.backend import unit
 from smriti.model import Cue, Engram
-from smriti.storage import unit
 
 #: The base time of built records: every timestamp is T0 plus a whole number of seconds.
 T0 = datetime(2024, 3, 1, 12, 0, 0, 123000, tzinfo=UTC)

@@ -24,11 +24,11 @@ from typing import Any
 
 import pytest
 
+from smriti.backend import StorageBackend
 from smriti.config import Settings
 from smriti.engine.core import Engine
 from smriti.model import RecallResult
 from smriti.plugins import Registry, create_plugin_manager
-from smriti.storage import StorageBackend
 
 Make = Callable[[str], StorageBackend]
 

@@ -17,10 +17,18 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
+from smriti.backend import (
+    Expand,
+    Listing,
+    Neighbourhood,
+    Seek,
+    StorageBackend,
+    list_key,
+    listing_sorted,
+    unit,
+)
 from smriti.errors import BackendError
 from smriti.model import Association, CoOccurrence, Cue, Engram, EngramUpdate, Link
-from smriti.reads import Expand, Listing, Neighbourhood, Seek, list_key, listing_sorted
-from smriti.storage import StorageBackend, unit
 from smriti.testing.builders import T0, GraphBuilder
 
 Make = Callable[[str], StorageBackend]

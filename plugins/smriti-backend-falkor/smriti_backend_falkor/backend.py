@@ -21,7 +21,18 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from smriti.deferred import DeferredWrites
+from smriti.backend import (
+    DeferredWrites,
+    EngramStats,
+    Expand,
+    Listing,
+    Neighbourhood,
+    Seeds,
+    Seek,
+    StorageBackend,
+    StoredMemory,
+    batched,
+)
 from smriti.errors import BackendError
 from smriti.logs import get_logger
 from smriti.model import (
@@ -34,8 +45,6 @@ from smriti.model import (
     normalise_cue_name,
     utcnow,
 )
-from smriti.reads import Expand, Listing, Neighbourhood, Seeds, Seek
-from smriti.storage import EngramStats, StorageBackend, StoredMemory, batched
 from smriti_backend_falkor import queries as Q
 from smriti_backend_falkor.connection import call, close_quietly, connect, graph_name_for
 from smriti_backend_falkor.records import (

@@ -326,7 +326,7 @@ RETURN {ENGRAM_COLUMNS}
 """
 #: GET_ENGRAMS without the embeddings (recall's candidate pool).
 GET_ENGRAMS_BARE = GET_ENGRAMS.replace("coalesce(e.embedding_b64, e.embedding),", "null,")
-#: ``smriti.reads.Listing``: every filter, then the page key, then the limit, all in the
+#: ``smriti.backend.Listing``: every filter, then the page key, then the limit, all in the
 #: statement. The key compares the timestamps as returned (``seen`` falls back to the
 #: creation time and a missing time to the epoch, as ``records.engram_from_row`` does),
 #: as strings at the stored microsecond precision, so a page's last engram fed back as

@@ -16,9 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from smriti.index.text import STOPWORDS
+from smriti.backend import STOPWORDS, EngramStats
 from smriti.model import Association, Cue, Engram, normalise_cue_name
-from smriti.storage import EngramStats
 
 _TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 #: What :func:`parse_ts` makes of a missing timestamp, as stored: statements that sort

@@ -18,9 +18,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from smriti.backend import CueMatch, Expand, Neighbourhood, Seeds, Seek, unit
 from smriti.model import Association, Link, normalise_cue_name
-from smriti.reads import CueMatch, Expand, Neighbourhood, Seeds, Seek
-from smriti.storage import unit
 from smriti_backend_falkor import queries as Q
 from smriti_backend_falkor.records import FloatList, association_from, fulltext_query, vector
 

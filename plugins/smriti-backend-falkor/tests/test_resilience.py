@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from smriti_backend_falkor.backend import FalkorBackend
 
+from smriti.backend import Seek
 from smriti.errors import BackendError
-from smriti.reads import Seek
 from smriti.testing import GraphBuilder
 
 from .conftest import FalkorServer, free_port

@@ -10,7 +10,7 @@ import pytest
 from smriti_backend_falkor.backend import FalkorBackend
 from smriti_backend_falkor.search import SeekInput, SeekPlan
 
-from smriti.reads import Seek
+from smriti.backend import Seek
 from smriti.testing import GraphBuilder
 
 build = GraphBuilder(16)

@@ -14,8 +14,7 @@ import pytest
 from smriti_backend_falkor.backend import FalkorBackend
 from smriti_backend_falkor.search import SeekAnswer, SeekInput, SeekPlan
 
-from smriti.reads import Seek
-from smriti.storage import unit
+from smriti.backend import Seek, unit
 from smriti.testing import GraphBuilder
 
 N, DIMS, TOPICS, QUERIES, K = 3000, 128, 60, 100, 10

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from smriti_backend_falkor.backend import SCHEMA_VERSION, FalkorBackend
 
+from smriti.backend import Expand, Listing, Seek
 from smriti.errors import BackendError
 from smriti.model import EngramUpdate, Link
-from smriti.reads import Expand, Listing, Seek
 from smriti.testing import T0, GraphBuilder
 
 build = GraphBuilder(8)

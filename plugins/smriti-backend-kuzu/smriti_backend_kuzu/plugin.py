@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from smriti import hookimpl
 
 if TYPE_CHECKING:
-    from smriti.storage import StorageBackend
+    from smriti.backend import StorageBackend
 
 
 @hookimpl

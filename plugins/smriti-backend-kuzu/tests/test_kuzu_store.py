@@ -21,13 +21,13 @@ from smriti_embedded_graph import schema
 from smriti_embedded_graph.codec import engram_params, vec_in
 from structlog.testing import capture_logs
 
+from smriti.backend import Expand, Listing, Seek
 from smriti.config import Settings
 from smriti.engine.components import choose_backend
 from smriti.errors import BackendError, StoreLockedError
 from smriti.index.indexed import IndexedBackend
 from smriti.model import Association, CoOccurrence, EngramUpdate, Link
 from smriti.plugins import Registry, create_plugin_manager
-from smriti.reads import Expand, Listing, Seek
 from smriti.testing import GraphBuilder
 
 Factory = Callable[..., KuzuBackend]

@@ -30,7 +30,19 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import structlog
 
-from smriti.deferred import DeferredWrites
+from smriti.backend import (
+    DeferredWrites,
+    EngramStats,
+    Expand,
+    Listing,
+    Neighbourhood,
+    Seeds,
+    Seek,
+    StorageBackend,
+    StoredMemory,
+    batched,
+    joined,
+)
 from smriti.errors import BackendError
 from smriti.model import (
     Association,
@@ -42,8 +54,6 @@ from smriti.model import (
     normalise_cue_name,
     utcnow,
 )
-from smriti.reads import Expand, Listing, Neighbourhood, Seeds, Seek
-from smriti.storage import EngramStats, StorageBackend, StoredMemory, batched, joined
 from smriti_backend_neo4j import cypher as q
 from smriti_backend_neo4j.listing import list_statement
 from smriti_backend_neo4j.naming import database_name_for

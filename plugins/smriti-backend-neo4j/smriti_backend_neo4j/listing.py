@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from smriti.reads import Listing
+from smriti.backend import Listing
 from smriti_backend_neo4j.cypher import engram_map, micros
 from smriti_backend_neo4j.records import epoch_micros
 

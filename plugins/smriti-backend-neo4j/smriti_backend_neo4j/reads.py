@@ -28,9 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from smriti.backend import CueMatch, Expand, Neighbourhood, Seeds, Seek, cosine_top_k
 from smriti.model import Association, Link
-from smriti.reads import CueMatch, Expand, Neighbourhood, Seeds, Seek
-from smriti.storage import cosine_top_k
 from smriti_backend_neo4j.cypher import ENGRAM_TEXT_INDEX, engram_map
 from smriti_backend_neo4j.records import association_from, lucene_query, vector_from, vector_param
 
@@ -303,7 +302,7 @@ def rescored(rows: Sequence[Sequence[Any]], vector: Any) -> list[tuple[str, floa
     best first, ties by id.
 
     Neo4j orders the candidates by its own float arithmetic; the scores returned are
-    computed here, as ``smriti.storage.cosine_top_k`` computes them over unit float32
+    computed here, as ``smriti.backend.cosine_top_k`` computes them over unit float32
     rows, so that memories whose similarity differs only in the last bits rank as they
     do on every other backend (the statement returns ``RESCORE_MARGIN`` more than ``k``
     for that)."""

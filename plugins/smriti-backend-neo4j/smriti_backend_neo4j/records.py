@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from smriti.index.text import STOPWORDS
+from smriti.backend import STOPWORDS, EngramStats
 from smriti.model import (
     Association,
     Cue,
@@ -23,7 +23,6 @@ from smriti.model import (
     normalise_cue_name,
     utcnow,
 )
-from smriti.storage import EngramStats
 
 
 def vector_param(embedding: object) -> list[float] | None:

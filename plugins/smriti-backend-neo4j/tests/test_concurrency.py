@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 from smriti_backend_neo4j.backend import Neo4jBackend
 
+from smriti.backend import Seek
 from smriti.config import Settings
 from smriti.engine import Engine
 from smriti.errors import BackendError
 from smriti.plugins import create_plugin_manager
-from smriti.reads import Seek
 from smriti.testing import GraphBuilder
 
 from .conftest import ServerInfo, wipe

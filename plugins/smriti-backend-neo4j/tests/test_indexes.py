@@ -9,7 +9,7 @@ import pytest
 from smriti_backend_neo4j.backend import Neo4jBackend
 from smriti_backend_neo4j.cypher import ENGRAM_TEXT_INDEX
 
-from smriti.reads import Seek
+from smriti.backend import Seek
 from smriti.testing import GraphBuilder
 
 from .conftest import ServerInfo

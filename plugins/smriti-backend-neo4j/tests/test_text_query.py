@@ -7,7 +7,7 @@ from collections.abc import Callable
 from smriti_backend_neo4j.backend import Neo4jBackend
 from smriti_backend_neo4j.records import lucene_query
 
-from smriti.reads import Seek
+from smriti.backend import Seek
 from smriti.testing import GraphBuilder
 
 DIMS = 8

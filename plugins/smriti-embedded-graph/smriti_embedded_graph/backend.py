@@ -29,12 +29,10 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from smriti import index
-from smriti.engine.gate import WriteGate
+from smriti.backend import StorageBackend, VectorCache, WriteGate
 from smriti.errors import BackendError, StorageFullError, StoreLockedError
-from smriti.index.vectors import VectorCache
 from smriti.logs import get_logger
 from smriti.private import private_dir
-from smriti.storage import StorageBackend
 from smriti_embedded_graph import durability, schema
 from smriti_embedded_graph.codec import CUE_FIELDS, cue_from_row, vec_out
 from smriti_embedded_graph.cooccurs import CoOccursMixin

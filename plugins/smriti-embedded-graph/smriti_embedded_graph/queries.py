@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from smriti.backend import EngramStats, Listing, cosine_top_k, listing_sorted, unit
 from smriti.model import Association, CoOccurrence, Cue, Engram, Link, normalise_cue_name
-from smriti.reads import Listing, listing_sorted
-from smriti.storage import EngramStats, cosine_top_k, unit
 from smriti_embedded_graph.codec import (
     ASSOC_FIELDS,
     CUE_FIELDS,
@@ -149,7 +148,7 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
         ]
 
     def list_page(self, listing: Listing) -> list[Engram]:
-        """A filtered page in listing order (``smriti.reads.Listing``): every filter and
+        """A filtered page in listing order (``smriti.backend.Listing``): every filter and
         the ``after`` key in the query, before its ``LIMIT``."""
         if listing.limit <= 0:
             return []

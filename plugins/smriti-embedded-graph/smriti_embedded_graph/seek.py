@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from smriti.reads import CueMatch, Expand, Neighbourhood, Seeds, Seek
+from smriti.backend import CueMatch, Expand, Neighbourhood, Seeds, Seek
 
 if TYPE_CHECKING:
     from smriti_embedded_graph.backend import EmbeddedGraphBackend as _Self

@@ -3,7 +3,7 @@
 User text never reaches Kùzu's FTS query parser as syntax: it is reduced to word
 tokens (letters and digits, any script; the core analyzer's ``tokenize``) joined by
 spaces. The scan without the index uses the core's analyzer itself
-(``smriti.index.text.index_terms``: stopwords dropped, light stemming), as the working
+(``smriti.backend.index_terms``: stopwords dropped, light stemming), as the working
 set and the reference backend do.
 """
 
@@ -13,7 +13,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from smriti.index.text import index_terms, tokenize
+from smriti.backend import index_terms, tokenize
 
 MAX_QUERY_TOKENS = 32
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from smriti.backend import StoredMemory, batched
 from smriti.errors import BackendError
 from smriti.logs import get_logger
 from smriti.model import (
@@ -35,7 +36,6 @@ from smriti.model import (
     normalise_cue_name,
     utcnow,
 )
-from smriti.storage import StoredMemory, batched
 from smriti_embedded_graph.codec import (
     ENGRAM_CREATE,
     ENGRAM_CREATE_ONE,

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from smriti.backend import StorageBackend
 from smriti.config import validate_user
 from smriti.default_plugins.sqlite import schema
 from smriti.default_plugins.sqlite.reads import ReadsMixin
@@ -30,7 +31,6 @@ from smriti.default_plugins.sqlite.writes import WritesMixin
 from smriti.errors import BackendError, StorageFullError, StoreLockedError
 from smriti.logs import get_logger
 from smriti.private import private_dir
-from smriti.storage import StorageBackend
 
 if TYPE_CHECKING:
     from smriti.config import Settings

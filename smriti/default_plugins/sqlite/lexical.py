@@ -1,7 +1,7 @@
 """The lexical channel: a BM25 index over content, summary and tags, kept in SQLite.
 
 Terms come from the lexical analyzer of the core's working set
-(``smriti.index.text.index_terms``: word tokens, stopwords dropped, lightly stemmed), so
+(``smriti.backend.index_terms``: word tokens, stopwords dropped, lightly stemmed), so
 this backend ranks text exactly as the working set does. The ``posting`` table holds
 each engram's term frequencies and ``engram.terms`` its length. User text only ever becomes terms
 bound as parameters, never query syntax. (SQLite's FTS5 was not used: its tokenizers
@@ -15,7 +15,7 @@ import sqlite3
 from collections import Counter
 from collections.abc import Sequence
 
-from smriti.index.text import index_terms as terms
+from smriti.backend import index_terms as terms
 
 #: Distinct query terms used; longer queries are cut (their first terms count).
 MAX_QUERY_TERMS = 64

@@ -14,6 +14,16 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from smriti.backend import (
+    CueMatch,
+    EngramStats,
+    Expand,
+    Listing,
+    Neighbourhood,
+    Seeds,
+    Seek,
+    batched,
+)
 from smriti.default_plugins.sqlite import lexical
 from smriti.default_plugins.sqlite.codec import (
     ASSOCIATION_COLUMNS,
@@ -26,8 +36,6 @@ from smriti.default_plugins.sqlite.codec import (
     ts_out,
 )
 from smriti.model import Association, CoOccurrence, Cue, Engram, Link, normalise_cue_name
-from smriti.reads import CueMatch, Expand, Listing, Neighbourhood, Seeds, Seek
-from smriti.storage import EngramStats, batched
 
 if TYPE_CHECKING:
     from smriti.default_plugins.sqlite.backend import SqliteBackend as _Self

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from smriti.storage import cosine_top_k
+from smriti.backend import cosine_top_k
 
 
 @dataclass(slots=True)

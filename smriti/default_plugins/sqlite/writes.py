@@ -13,6 +13,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from smriti.backend import StoredMemory, batched
 from smriti.default_plugins.sqlite.codec import (
     CUE_COLUMNS,
     ENGRAM_COLUMNS,
@@ -36,7 +37,6 @@ from smriti.model import (
     normalise_cue_name,
     utcnow,
 )
-from smriti.storage import StoredMemory, batched
 
 if TYPE_CHECKING:
     from smriti.default_plugins.sqlite.backend import SqliteBackend as _Self

@@ -1,12 +1,37 @@
-"""Tokenising shared by the built-in lexical embedder and heuristic extractor."""
+"""Smriti's text analyzer: folding, stopwords, light stemming and the terms built from them.
+
+Two term streams come from it, and each must stay as it is, because data already stored
+depends on it:
+
+* ``index_terms`` (lexical search): word tokens (letters and digits of any script, lower
+  case; underscores and apostrophes split words), stopwords dropped, ``stem``. The
+  working set's BM25 index, the SQLite and Kùzu full-text terms and the server
+  backends' queries use it; a stored full-text index holds these terms.
+* ``terms`` (the lexical embedder and the heuristic cue extractor): NFKC-folded words
+  that keep their apostrophes ("don't"), so contractions are stopwords, possessives
+  lose their ``'s``, single characters are dropped. Stored lexical embeddings are
+  hashed from these terms.
+
+Both share ``STOPWORDS`` and ``stem``.
+"""
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
+from collections.abc import Iterable
 from functools import lru_cache
 
-WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+from smriti.model import Engram
+
+#: The one tokeniser's unit: a run of letters and digits of any script (underscores,
+#: apostrophes and other punctuation split runs).
+_RUN = r"[^\W_]+"
+#: Index tokens: the runs themselves.
+TOKEN_RE = re.compile(_RUN, re.UNICODE)
+#: Words for ``terms``: runs joined by an apostrophe stay one word ("don't").
+WORD_RE = re.compile(rf"{_RUN}(?:['’]{_RUN})*", re.UNICODE)
 
 STOPWORDS = frozenset(
     """a about above after again against all also am an and any are aren't as at be because
@@ -62,3 +87,38 @@ def terms(text: str) -> list[str]:
             w = w[:-2]
         out.append(stem(w))
     return out
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased runs of letters and digits of ``text`` (the index's tokens)."""
+    return TOKEN_RE.findall(text.lower())
+
+
+#: token -> its index term ("" for a stopword); cleared when it grows past TERM_CACHE.
+_TERM_OF: dict[str, str] = {}
+TERM_CACHE = 200_000
+
+
+def index_terms(text: str) -> list[str]:
+    """Terms of the lexical index: word tokens, stopwords dropped, lightly stemmed."""
+    table = _TERM_OF
+    if len(table) > TERM_CACHE:
+        table.clear()
+    terms = []
+    for token in tokenize(text):
+        term = table.get(token)
+        if term is None:
+            term = table[token] = "" if token in STOPWORDS else stem(token)
+        if term:
+            terms.append(term)
+    return terms
+
+
+def document_terms(e: Engram) -> Counter[str]:
+    """Term frequencies of an engram in the text index: content, summary and tags."""
+    return text_terms(e.content, e.summary, e.tags)
+
+
+def text_terms(content: str, summary: str, tags: Iterable[object]) -> Counter[str]:
+    """Term frequencies of an engram's searchable text (``document_terms`` of its parts)."""
+    return Counter(index_terms(f"{content} {summary} {' '.join(str(t) for t in tags)}"))

@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from smriti.backend.helpers import joined
+from smriti.backend.reads import Expand, Listing, Neighbourhood, Seeds, Seek
 from smriti.model import Association, CoOccurrence, Cue, Engram, EngramUpdate, Link
-from smriti.reads import Expand, Listing, Neighbourhood, Seeds, Seek
 
 if TYPE_CHECKING:
     from smriti.config import Settings
@@ -257,12 +258,12 @@ class StorageBackend(ABC):
     @abstractmethod
     def list_page(self, listing: Listing) -> list[Engram]:
         """Up to ``listing.limit`` engrams (with embeddings) passing its filters, strictly
-        after ``listing.after``, in listing order (``smriti.reads.Listing``): last access
+        after ``listing.after``, in listing order (``smriti.backend.Listing``): last access
         descending, then creation descending, then id descending.
 
         Filters are applied before the limit. ``after`` compares against the values
         exactly as this backend returns them, so a page's last engram, fed back, never
-        reappears. ``smriti.reads.listing_sorted`` is the reference semantics.
+        reappears. ``smriti.backend.listing_sorted`` is the reference semantics.
         """
 
     @abstractmethod
@@ -290,7 +291,7 @@ class StorageBackend(ABC):
 
     @abstractmethod
     def seek(self, query: Seek) -> Seeds:
-        """A recall's direct hits on every channel in one round trip (``smriti.reads``).
+        """A recall's direct hits on every channel in one round trip (``smriti.backend.reads``).
 
         ``vector`` and ``text`` hold up to ``query.k`` (engram id, score) pairs of
         ``query.memory_type`` (any type when None), best first: cosine similarity of at
@@ -333,7 +334,7 @@ class StorageBackend(ABC):
 
     @abstractmethod
     def neighbourhood(self, query: Expand) -> Neighbourhood:
-        """One hop around ``query.ids`` in one round trip (``smriti.reads``).
+        """One hop around ``query.ids`` in one round trip (``smriti.backend.reads``).
 
         ``associations``: AssociatedWith edges touching the ids in either direction,
         up to ``query.edges`` strongest per engram and direction. ``links``: every
@@ -379,61 +380,3 @@ class StorageBackend(ABC):
             self.iter_links(),
             self.iter_associations(),
         )
-
-
-def joined(
-    hits: Sequence[tuple[str, float]], engrams: Iterable[Engram]
-) -> list[tuple[Engram, float]]:
-    """(engram, score) for each (id, score) of ``hits`` whose engram is in ``engrams``,
-    in the order of ``hits``."""
-    by_id = {e.id: e for e in engrams}
-    return [(by_id[i], score) for i, score in hits if i in by_id]
-
-
-def cosine_top_k(
-    matrix: np.ndarray, query: np.ndarray, k: int, mask: np.ndarray | None = None
-) -> list[tuple[int, float]]:
-    """Exact top-``k`` (row index, cosine) of L2-normalised ``matrix`` rows against ``query``.
-
-    A helper for backends that search in process; ``mask`` selects eligible rows.
-    """
-    if k <= 0 or matrix.shape[0] == 0:
-        return []
-    norm = float(np.linalg.norm(query))
-    if norm == 0.0:
-        return []
-    return top_k_scores(matrix @ (query.astype(np.float32) / norm), k, mask)
-
-
-def top_k_scores(
-    scores: np.ndarray, k: int, mask: np.ndarray | None = None
-) -> list[tuple[int, float]]:
-    """The best ``k`` (index, score) of ``scores``, best first; ``mask`` selects the
-    eligible ones."""
-    if k <= 0 or scores.shape[0] == 0:
-        return []
-    if mask is not None:
-        scores = np.where(mask, scores, -np.inf)
-    k = min(k, scores.shape[0])
-    top = np.argpartition(-scores, k - 1)[:k]
-    top = top[np.argsort(-scores[top], kind="stable")]
-    return [(int(i), float(scores[i])) for i in top if np.isfinite(scores[i])]
-
-
-def unit(vector: np.ndarray) -> np.ndarray:
-    """The L2-normalised float32 copy of ``vector`` (zero stays zero)."""
-    v = np.asarray(vector, dtype=np.float32).reshape(-1)
-    n = float(np.linalg.norm(v))
-    return v / n if n > 0 else v
-
-
-def batched[T](items: Iterable[T], size: int) -> Iterator[list[T]]:
-    """Split an iterable into lists of at most ``size`` items."""
-    batch: list[T] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch

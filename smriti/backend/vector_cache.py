@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from smriti.backend.helpers import top_k_scores, unit
+from smriti.backend.rows import UnitRows
 from smriti.errors import BackendError
-from smriti.index.rows import UnitRows
-from smriti.storage import top_k_scores, unit
 
 # simsimd's threads come from OpenMP, whose default is to spin for a while after each
 # parallel region: on this 2-core machine that doubled the CPU time of a 100k scan (6.3
@@ -65,7 +65,7 @@ def _taken(values: np.ndarray, capacity: int, dtype: Any) -> np.ndarray:
 def scan_top_k(
     rows: UnitRows, n: int, query: np.ndarray, k: int, mask: np.ndarray | None
 ) -> list[tuple[int, float]]:
-    """``smriti.storage.cosine_top_k`` over the first ``n`` of ``rows`` (read a block at a
+    """``smriti.backend.cosine_top_k`` over the first ``n`` of ``rows`` (read a block at a
     time when they are on file)."""
     if k <= 0 or n == 0:
         return []
