@@ -19,12 +19,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING
 
 from smriti.errors import InvalidInput
-
-if TYPE_CHECKING:
-    from smriti.engine.core import Engine
 
 #: Values of SMRITI_SECRETS.
 MODES = ("redact", "refuse", "allow")
@@ -397,11 +393,11 @@ def screen(mode: str, text: str, tags: Iterable[str] = (), source: str = "") -> 
 
 
 def screen_memory(
-    engine: Engine, text: str, tags: list[str], source: str
+    mode: str, text: str, tags: list[str], source: str
 ) -> tuple[str, list[str], str, list[dict[str, object]]]:
-    """``screen`` with ``engine``'s SMRITI_SECRETS policy, as the store pipeline uses it:
+    """``screen`` under the SMRITI_SECRETS ``mode``, as the store pipeline uses it:
     (content, tags, source, what was hidden)."""
-    done = screen(engine.settings.secrets, text, tags, source)
+    done = screen(mode, text, tags, source)
     return done.text, done.tags, done.source, done.hidden
 
 

@@ -153,7 +153,9 @@ def store(
     tag_list = validation.tags(tags)
     origin = validation.source(source)
     # Before anything is derived from the text (cues, embedding, dedup key, write).
-    text, tag_list, origin, hidden = secrets.screen_memory(engine, text, tag_list, origin)
+    text, tag_list, origin, hidden = secrets.screen_memory(
+        engine.settings.secrets, text, tag_list, origin
+    )
     happened = validation.moment(occurred_at, "occurred_at")
     if happened is not None and happened > utcnow():
         raise InvalidInput(f"occurred_at ({happened.isoformat()}) lies in the future")

@@ -5,21 +5,17 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from smriti.model import Engram
-from smriti.portable.format import source_of
-
-if TYPE_CHECKING:
-    from smriti.backend import StorageBackend
-    from smriti.engine.core import Engine
+from smriti.portable.source import Source, source_of
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def canonical_hash(source: Engine | StorageBackend) -> str:
+def canonical_hash(source: Source) -> str:
     """SHA-256 (hex) of a canonical serialisation of the user's whole graph.
 
     Two stores with the same memories give the same hash, whatever the backend, the

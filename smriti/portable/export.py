@@ -33,21 +33,20 @@ from smriti.portable.format import (
     engram_record,
     link_record,
     open_text,
-    source_of,
     ts,
 )
+from smriti.portable.source import Source, source_of
 from smriti.progress import Progress, ProgressArg, progress_bar
 
 if TYPE_CHECKING:
     from smriti.backend import StorageBackend
     from smriti.embedding import Embedder
-    from smriti.engine.core import Engine
 
 log = get_logger(__name__)
 
 
 def export_store(
-    source: Engine | StorageBackend,
+    source: Source,
     path: str | os.PathLike[str],
     progress: ProgressArg = None,
     *,
@@ -55,7 +54,7 @@ def export_store(
 ) -> ExportReport:
     """Stream the user's whole graph into ``path`` (see the module docstring).
 
-    ``source`` is an opened Engine or StorageBackend. The file is written under a
+    ``source`` is an opened store (an Engine) or a StorageBackend. The file is written under a
     temporary name and renamed into place, so ``path`` is never half-written. The
     header counts the records written, kind by kind, like the trailer: the records go
     to a second temporary file first (the store may change while it is read: stores

@@ -14,17 +14,12 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import numpy as np
 
-from smriti.backend import StorageBackend
 from smriti.model import Association, CoOccurrence, Cue, Engram, Link
 from smriti.private import make_private
-
-if TYPE_CHECKING:
-    from smriti.embedding import Embedder
-    from smriti.engine.core import Engine
 
 FORMAT = "smriti-export"
 #: Version 2 added the engram version fields (``supersedes``, ``superseded_by``,
@@ -301,9 +296,3 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 def dumps(record: dict[str, Any]) -> str:
     """One compact JSON line (one shared encoder: building one per line costs half the time)."""
     return _ENCODER.encode(record) + "\n"
-
-
-def source_of(obj: Engine | StorageBackend) -> tuple[StorageBackend, Embedder | None]:
-    if isinstance(obj, StorageBackend):
-        return obj, None
-    return obj.backend, obj.embedder

@@ -30,15 +30,14 @@ from smriti.portable.format import (
     cue_from_record,
     engram_from_record,
     open_text,
-    source_of,
 )
+from smriti.portable.source import Source, mark_changed, secrets_policy, source_of
 from smriti.portable.tombstones import Tombstone
 from smriti.progress import Progress, ProgressArg, progress_bar
 
 if TYPE_CHECKING:
     from smriti.backend import StorageBackend
     from smriti.embedding import Embedder
-    from smriti.engine.core import Engine
 
 log = get_logger(__name__)
 
@@ -105,7 +104,7 @@ CHECK_LINES = 1000
 
 
 def import_store(
-    target: Engine | StorageBackend,
+    target: Source,
     path: str | os.PathLike[str],
     progress: ProgressArg = None,
     *,
@@ -137,14 +136,15 @@ def import_store(
 
 
 def _import(
-    target: Engine | StorageBackend,
+    target: Source,
     path: str | os.PathLike[str],
     progress: ProgressArg = None,
     *,
     merge: bool = False,
     origin: str | None = None,
 ) -> ImportReport:
-    """Load an export file into ``target`` (an opened Engine, or a bare StorageBackend).
+    """Load an export file into ``target`` (an opened store such as an Engine, or a bare
+    StorageBackend).
 
     Refuses a non-empty store unless ``merge`` is True; when merging, imported cues
     whose name already exists are merged into the existing cue, and records with an
@@ -164,7 +164,7 @@ def _import(
     backend, embedder = source_of(target)
     header = read_header(file)
     trailer = read_trailer(file)
-    if (secrets_mode := screening.mode_of(target)) == "refuse":
+    if (secrets_mode := secrets_policy(target)) == "refuse":
         screening.refuse_if_secrets(file)  # the whole file, before anything is written
     existing = backend.count_engrams()
     if existing and not merge:
@@ -204,8 +204,8 @@ def _import(
     report.forgotten += _apply_tombstones(backend, loader.incoming)
     if backend.get_meta(EMBEDDING_MODEL_KEY) is None and target_model:
         backend.set_meta(EMBEDDING_MODEL_KEY, target_model)
-    if embedder is not None and hasattr(target, "dirty"):
-        target.dirty.set()
+    if embedder is not None:
+        mark_changed(target)
     report.seconds = time.perf_counter() - started
     if loader.screen.kinds:
         log.warning("secrets and private text removed from the imported memories",

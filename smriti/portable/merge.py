@@ -59,14 +59,13 @@ from smriti.portable.format import (
     cue_from_record,
     engram_from_record,
     open_text,
-    source_of,
 )
 from smriti.portable.importer import ENGRAM_BATCH, IMPORT_BATCH, read_header, read_trailer
+from smriti.portable.source import Source, mark_changed, source_of
 from smriti.portable.tombstones import Tombstone
 
 if TYPE_CHECKING:
     from smriti.backend import StorageBackend
-    from smriti.engine.core import Engine
 
 log = get_logger(__name__)
 
@@ -275,9 +274,7 @@ def _union_max(a: dict[Any, Any], b: dict[Any, Any], rank: Any) -> dict[Any, Any
 
 
 # -- applying the difference ---------------------------------------------------------------
-def merge_snapshot(
-    target: Engine | StorageBackend, snapshot: str | os.PathLike[str] | Graph
-) -> MergeReport:
+def merge_snapshot(target: Source, snapshot: str | os.PathLike[str] | Graph) -> MergeReport:
     """Merge an export file (a path, or a Graph from ``read_snapshot``) into ``target``.
 
     See the module docstring for the rules. Raises InvalidInput when the file is not a
@@ -294,8 +291,8 @@ def merge_snapshot(
         local = read_store(backend)
         report = _apply(backend, local, merged_graph(local, remote))
     report.seconds = round(time.perf_counter() - started, 3)
-    if hasattr(target, "dirty") and report.changed:
-        target.dirty.set()
+    if report.changed:
+        mark_changed(target)
     return report
 
 

@@ -30,12 +30,6 @@ if TYPE_CHECKING:
 MAX_NAMED_LINES = 5
 
 
-def mode_of(target: object) -> str:
-    """The SMRITI_SECRETS policy of an Engine, or the default for a bare backend."""
-    settings = getattr(target, "settings", None)
-    return str(getattr(settings, "secrets", "redact"))
-
-
 def refuse_if_secrets(path: Path) -> None:
     """InvalidInput naming the kinds and first lines when any memory or cue record of
     the file at ``path`` holds a secret; reads the whole file, writes nothing."""
