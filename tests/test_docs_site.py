@@ -120,8 +120,11 @@ def marker_mismatches(text: str, defaults: dict[str, str]) -> list[str]:
 def test_the_numbers_the_pages_name_are_the_codes() -> None:
     defaults = setting_defaults()
     assert "ASSOCIATION_THRESHOLD" in defaults, "docs/settings.md has no settings table"
-    pages = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
-    wrong = {p.name: marker_mismatches(p.read_text(encoding="utf-8"), defaults) for p in pages}
+    pages = [ROOT / "README.md", *sorted(DOCS.glob("*.md")), *sorted(ROOT.glob("plugins/*/*.md"))]
+    wrong = {
+        str(p.relative_to(ROOT)): marker_mismatches(p.read_text(encoding="utf-8"), defaults)
+        for p in pages
+    }
     assert not {page: w for page, w in wrong.items() if w}, wrong
     for page, least in MARKED_PAGES.items():
         found = len(MARKER.findall((DOCS / page).read_text(encoding="utf-8")))
