@@ -291,7 +291,7 @@ def test_concurrent_threads_store_and_seek(sqlite_factory: Make, build: GraphBui
 
 def test_store_file_settings(sqlite_factory: Make) -> None:
     backend = sqlite_factory("alice")
-    conn = backend._conn()
+    conn = backend.db.connection()
     assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
     assert conn.execute("PRAGMA foreign_keys").fetchone() == (1,)

@@ -5,42 +5,46 @@ file, and the user name is validated before it becomes part of a path. The file 
 WAL mode with ``synchronous=FULL``, so a write acknowledged by a method is on disk, and
 each write method is one ``BEGIN IMMEDIATE`` transaction: all of it or nothing.
 
-Each thread has its own connection. Reads that take several statements run in one
-read transaction (a consistent snapshot) and never wait for a writer; writes of this
-process are serialised by a lock, and those of other processes by SQLite's file lock,
-so several processes may open the same store. Searches are computed in Python: exact
-cosine over in-process vector tables (``vectors``) and BM25 over a postings table
-(``lexical``).
+The backend holds three collaborators and hands each call to one of them: the
+``Database`` (``database``: per-thread connections, transactions, errors), a ``Reader``
+(``reads``) and a ``Writer`` (``writes``), both using that database. Reads that take
+several statements run in one read transaction (a consistent snapshot) and never wait
+for a writer; writes of this process are serialised by a lock, and those of other
+processes by SQLite's file lock, so several processes may open the same store.
+Searches are computed in Python: exact cosine over in-process vector tables
+(``vectors``) and BM25 over a postings table (``lexical``).
 """
 
 from __future__ import annotations
 
-import sqlite3
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from smriti.backend import StorageBackend
+from smriti.backend import (
+    EngramStats,
+    Expand,
+    Listing,
+    Neighbourhood,
+    Seeds,
+    Seek,
+    StorageBackend,
+    StoredMemory,
+)
 from smriti.config import validate_user
-from smriti.default_plugins.sqlite import schema
-from smriti.default_plugins.sqlite.reads import ReadsMixin
+from smriti.default_plugins.sqlite.database import Database
+from smriti.default_plugins.sqlite.reads import Reader
 from smriti.default_plugins.sqlite.vectors import VectorTable
-from smriti.default_plugins.sqlite.writes import WritesMixin
-from smriti.errors import BackendError, StorageFullError, StoreLockedError
-from smriti.logs import get_logger
-from smriti.private import private_dir
+from smriti.default_plugins.sqlite.writes import Writer
+from smriti.model import Association, CoOccurrence, Cue, Engram, EngramUpdate, Link
 
 if TYPE_CHECKING:
     from smriti.config import Settings
 
-log = get_logger(__name__)
-
 DB_FILE = "smriti.sqlite3"
 
 
-class SqliteBackend(WritesMixin, ReadsMixin, StorageBackend):
+class SqliteBackend(StorageBackend):
     """SQLite (standard library) store per user; exact vector and BM25 search in process."""
 
     name: ClassVar[str] = "sqlite"
@@ -52,15 +56,11 @@ class SqliteBackend(WritesMixin, ReadsMixin, StorageBackend):
     def __init__(self, user: str, path: Path | str) -> None:
         super().__init__(validate_user(user, "user"))
         self.path = Path(path)
+        self.db = Database(self.path)
         self.engram_vectors = VectorTable("engram", typed=True)
         self.cue_vectors = VectorTable("cue", typed=False)
-        self._local = threading.local()
-        self._conns: list[sqlite3.Connection] = []
-        self._conns_lock = threading.Lock()
-        self._write_lock = threading.RLock()
-        #: Bumped by every open and close: a thread's connection of an older one is stale.
-        self._generation = 0
-        self._is_open = False
+        self._reader = Reader(self.db, self.engram_vectors, self.cue_vectors)
+        self._writer = Writer(self.db)
 
     @classmethod
     def from_settings(cls, settings: Settings, user: str) -> SqliteBackend:
@@ -70,100 +70,113 @@ class SqliteBackend(WritesMixin, ReadsMixin, StorageBackend):
     # -- lifecycle -------------------------------------------------------------------
     def open(self) -> None:
         """Open (or create) the file and migrate it; refuse a file that is not ours."""
-        if self._is_open:
-            return
-        if self.path.is_dir():
-            raise BackendError(f"{self.path} is a directory, not a Smriti SQLite store")
-        with self._errors("cannot open the store"):
-            private_dir(self.path.parent)
-            conn = schema.connect(self.path)
-            try:
-                applied = schema.migrate(conn, self.path)
-            except BaseException:
-                conn.close()
-                raise
-        if applied:
-            log.info("sqlite schema migrated", path=str(self.path), versions=applied)
-        with self._conns_lock:
-            self._generation += 1
-            self._conns.append(conn)
-            self._is_open = True
-        self._local.conn, self._local.generation = conn, self._generation
+        self.db.open()
 
     def close(self) -> None:
-        """Close every thread's connection; safe to call twice."""
-        with self._write_lock, self._conns_lock:
-            for conn in self._conns:
-                try:
-                    conn.close()
-                except sqlite3.Error as exc:  # closing must not fail; commits are on disk
-                    log.warning("sqlite connection not closed", path=str(self.path), error=str(exc))
-            self._conns.clear()
-            self._generation += 1
-            self._is_open = False
+        """Close every thread's connection and drop the vector tables; safe to call twice."""
+        self.db.close()
         self.engram_vectors.clear()
         self.cue_vectors.clear()
 
-    # -- connections and transactions ---------------------------------------------------
-    def _conn(self) -> sqlite3.Connection:
-        """This thread's connection to the open store."""
-        local = self._local
-        if getattr(local, "generation", None) == self._generation:
-            return local.conn
-        with self._conns_lock:
-            if not self._is_open:
-                raise BackendError(f"the SQLite store {self.path} is not open")
-            conn = schema.connect(self.path)
-            self._conns.append(conn)
-            local.conn, local.generation = conn, self._generation
-        return conn
+    # -- writes (``Writer``) ------------------------------------------------------------
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a per-user metadata value."""
+        self._writer.set_meta(key, value)
 
-    @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
-        """A read transaction: every statement inside sees one snapshot."""
-        with self._errors("a read failed"):
-            conn = self._conn()
-            if conn.in_transaction:  # nested in a write or read of this thread
-                yield conn
-                return
-            conn.execute("BEGIN")
-            try:
-                yield conn
-            finally:
-                conn.execute("COMMIT")
+    def ensure_indexes(self, dims: int, min_engrams: int) -> list[str]:
+        """Nothing to create (see ``Writer.ensure_indexes``)."""
+        return self._writer.ensure_indexes(dims, min_engrams)
 
-    @contextmanager
-    def _write(self, what: str = "nothing was changed") -> Iterator[sqlite3.Connection]:
-        """One write transaction, committed (and synced) on success, else rolled back."""
-        with self._write_lock, self._errors(what):
-            conn = self._conn()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+    def add_memory(
+        self, engram: Engram, cues: Sequence[Cue], associations: Sequence[Association]
+    ) -> StoredMemory:
+        """Store one memory atomically (see StorageBackend.add_memory)."""
+        return self._writer.add_memory(engram, cues, associations)
 
-    @contextmanager
-    def _errors(self, what: str) -> Iterator[None]:
-        """SQLite's errors as BackendErrors naming the store and what became of the call."""
-        try:
-            yield
-        except sqlite3.OperationalError as exc:
-            text = str(exc)
-            if "locked" in text or "busy" in text:
-                raise StoreLockedError(
-                    f"the SQLite store {self.path} stayed locked by another writer for "
-                    f"{schema.BUSY_SECONDS:.0f} s: {what}; retry"
-                ) from exc
-            if "full" in text:
-                raise StorageFullError(
-                    f"disk full at {self.path.parent}: {what}; free space and retry"
-                ) from exc
-            raise BackendError(f"SQLite failed on {self.path} ({text}): {what}") from exc
-        except sqlite3.Error as exc:
-            raise BackendError(f"SQLite failed on {self.path} ({exc}): {what}") from exc
-        except OSError as exc:
-            raise BackendError(f"cannot use {self.path} ({exc}): {what}") from exc
+    def update_engrams(self, updates: Sequence[EngramUpdate]) -> None:
+        """Apply partial updates in one transaction; unknown ids are ignored."""
+        self._writer.update_engrams(updates)
+
+    def delete_engrams(self, ids: Sequence[str]) -> int:
+        """Delete engrams with their links, associations and postings."""
+        return self._writer.delete_engrams(ids)
+
+    def delete_orphan_cues(self) -> int:
+        """Delete cues no engram is EncodedBy; their CoOccurs edges go with them."""
+        return self._writer.delete_orphan_cues()
+
+    def erase_deleted(self) -> int:
+        """Drop the orphaned cues and truncate the WAL (see ``Writer.erase_deleted``)."""
+        return self._writer.erase_deleted()
+
+    def import_records(
+        self,
+        engrams: Sequence[Engram],
+        cues: Sequence[Cue],
+        links: Sequence[Link],
+        associations: Sequence[Association],
+        cooccurrences: Sequence[CoOccurrence],
+    ) -> None:
+        """Bulk-load records as given, in one transaction (see ``Writer.import_records``)."""
+        self._writer.import_records(engrams, cues, links, associations, cooccurrences)
+
+    # -- reads (``Reader``) -------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        """A per-user metadata value, or None."""
+        return self._reader.get_meta(key)
+
+    def get_engrams(self, ids: Sequence[str], embeddings: bool = True) -> list[Engram]:
+        """The engrams with these ids (always with their embeddings); unknown skipped."""
+        return self._reader.get_engrams(ids, embeddings)
+
+    def list_page(self, listing: Listing) -> list[Engram]:
+        """A filtered page in listing order (see StorageBackend.list_page)."""
+        return self._reader.list_page(listing)
+
+    def count_engrams(self) -> int:
+        """How many engrams this user has."""
+        return self._reader.count_engrams()
+
+    def counts(self) -> dict[str, int]:
+        """Counts of engrams, cues and the three edge kinds, from one snapshot."""
+        return self._reader.counts()
+
+    def engram_stats(self) -> Iterator[EngramStats]:
+        """Every engram's consolidation fields, in pages ordered by id."""
+        return self._reader.engram_stats()
+
+    def get_cues(self, names: Sequence[str]) -> list[Cue]:
+        """Stored cues whose normalised name is in ``names`` (one per name)."""
+        return self._reader.get_cues(names)
+
+    def get_cues_by_id(self, ids: Sequence[str]) -> list[Cue]:
+        """Stored cues with these ids, with embeddings; unknown skipped."""
+        return self._reader.get_cues_by_id(ids)
+
+    def seek(self, query: Seek) -> Seeds:
+        """Direct hits on every channel in one snapshot (see StorageBackend.seek)."""
+        return self._reader.seek(query)
+
+    def neighbourhood(self, query: Expand) -> Neighbourhood:
+        """One hop around ``query.ids`` in one snapshot (see StorageBackend.neighbourhood)."""
+        return self._reader.neighbourhood(query)
+
+    def iter_engrams(self, batch_size: int = 1000) -> Iterator[Engram]:
+        """Every engram with its embedding, ordered by id."""
+        return self._reader.iter_engrams(batch_size)
+
+    def iter_cues(self) -> Iterator[Cue]:
+        """Every cue with its embedding, ordered by id."""
+        return self._reader.iter_cues()
+
+    def iter_links(self) -> Iterator[Link]:
+        """Every EncodedBy edge, ordered by (engram id, cue id)."""
+        return self._reader.iter_links()
+
+    def iter_associations(self) -> Iterator[Association]:
+        """Every AssociatedWith edge, ordered by (source id, target id)."""
+        return self._reader.iter_associations()
+
+    def iter_cooccurrences(self) -> Iterator[CoOccurrence]:
+        """Every CoOccurs edge, ordered by (source id, target id)."""
+        return self._reader.iter_cooccurrences()

@@ -1,4 +1,4 @@
-"""Read half of the SQLite backend: lookups, the two coarse reads, and the streams.
+"""The SQLite backend's reads: lookups, the two coarse reads, and the streams.
 
 ``seek`` and ``neighbourhood`` each run in one read transaction, so every channel of
 an answer sees the same snapshot. Per-group limits ("up to n per cue, most important
@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 import sqlite3
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from smriti.backend import (
     CueMatch,
@@ -35,12 +35,9 @@ from smriti.default_plugins.sqlite.codec import (
     ts_in,
     ts_out,
 )
+from smriti.default_plugins.sqlite.database import Database
+from smriti.default_plugins.sqlite.vectors import VectorTable
 from smriti.model import Association, CoOccurrence, Cue, Engram, Link, normalise_cue_name
-
-if TYPE_CHECKING:
-    from smriti.default_plugins.sqlite.backend import SqliteBackend as _Self
-else:
-    _Self = object
 
 CHUNK = 500
 PAGE = 1000
@@ -113,13 +110,19 @@ _EDGES = (
 )
 
 
-class ReadsMixin(_Self):  # type: ignore[misc,valid-type]
-    """Every read of the StorageBackend contract."""
+class Reader:
+    """Every read of the StorageBackend contract, from ``db``; vector searches scan
+    the in-process tables ``engram_vectors`` and ``cue_vectors``, refreshed from it."""
+
+    def __init__(self, db: Database, engram_vectors: VectorTable, cue_vectors: VectorTable) -> None:
+        self._db = db
+        self._engram_vectors = engram_vectors
+        self._cue_vectors = cue_vectors
 
     # -- metadata -----------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
         """A per-user metadata value, or None."""
-        with self._read() as conn:
+        with self._db.read() as conn:
             row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else row[0]
 
@@ -129,7 +132,7 @@ class ReadsMixin(_Self):  # type: ignore[misc,valid-type]
         unique = list(dict.fromkeys(ids))
         if not unique:
             return []
-        with self._read() as conn:
+        with self._db.read() as conn:
             rows = _in_chunks(
                 conn, f"SELECT {ENGRAM_COLUMNS} FROM engram WHERE id IN ({{marks}})", unique
             )
@@ -141,7 +144,7 @@ class ReadsMixin(_Self):  # type: ignore[misc,valid-type]
         if listing.limit <= 0:
             return []
         where, params = _listing_where(listing)
-        with self._read() as conn:
+        with self._db.read() as conn:
             rows = conn.execute(
                 f"SELECT {ENGRAM_COLUMNS} FROM engram {where} "
                 "ORDER BY last_accessed_at DESC, created_at DESC, id DESC LIMIT ?",
@@ -151,7 +154,7 @@ class ReadsMixin(_Self):  # type: ignore[misc,valid-type]
 
     def count_engrams(self) -> int:
         """How many engrams this user has."""
-        with self._read() as conn:
+        with self._db.read() as conn:
             return int(conn.execute("SELECT count(*) FROM engram").fetchone()[0])
 
     def counts(self) -> dict[str, int]:
@@ -163,7 +166,7 @@ class ReadsMixin(_Self):  # type: ignore[misc,valid-type]
             "associations": "association",
             "cooccurrences": "cooccurrence",
         }
-        with self._read() as conn:
+        with self._db.read() as conn:
             return {
                 name: int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
                 for name, table in tables.items()
@@ -190,7 +193,7 @@ class ReadsMixin(_Self):  # type: ignore[misc,valid-type]
         if not keys:
             return []
         query = f"SELECT {CUE_COLUMNS}, key FROM cue WHERE key IN ({{marks}}) ORDER BY seq DESC"
-        with self._read() as conn:
+        with self._db.read() as conn:
             rows = _in_chunks(conn, query, keys)
         newest: dict[str, Cue] = {}
         for row in rows:
@@ -203,18 +206,18 @@ class ReadsMixin(_Self):  # type: ignore[misc,valid-type]
         if not unique:
             return []
         query = f"SELECT {CUE_COLUMNS} FROM cue WHERE id IN ({{marks}})"
-        with self._read() as conn:
+        with self._db.read() as conn:
             return [cue_from_row(r) for r in _in_chunks(conn, query, unique)]
 
     # -- the coarse reads -----------------------------------------------------------------
     def seek(self, query: Seek) -> Seeds:
         """Direct hits on every channel in one snapshot (see StorageBackend.seek)."""
         seeds = Seeds()
-        with self._read() as conn:
+        with self._db.read() as conn:
             seeds.total = int(conn.execute("SELECT count(*) FROM engram").fetchone()[0])
             if query.vector is not None and query.k > 0:
-                self.engram_vectors.refresh(conn)
-                seeds.vector = self.engram_vectors.search(
+                self._engram_vectors.refresh(conn)
+                seeds.vector = self._engram_vectors.search(
                     query.vector, query.k, query.vector_floor, query.memory_type
                 )
             if query.text and query.k > 0:
@@ -227,8 +230,8 @@ class ReadsMixin(_Self):  # type: ignore[misc,valid-type]
         similarity: dict[str, float] = {}
         vectors = query.cue_vectors
         if vectors is not None and vectors.size and query.cue_neighbours > 0:
-            self.cue_vectors.refresh(conn)
-            similarity = self.cue_vectors.nearest(
+            self._cue_vectors.refresh(conn)
+            similarity = self._cue_vectors.nearest(
                 vectors, query.cue_neighbours, query.cue_similarity
             )
         keys = list(dict.fromkeys(normalise_cue_name(n) for n in query.cue_names))
@@ -254,7 +257,7 @@ class ReadsMixin(_Self):  # type: ignore[misc,valid-type]
         out = Neighbourhood()
         if not ids:
             return out
-        with self._read() as conn:
+        with self._db.read() as conn:
             out.associations = self._associations(conn, ids, query.edges)
             rows = _in_chunks(
                 conn,
@@ -312,7 +315,7 @@ class ReadsMixin(_Self):  # type: ignore[misc,valid-type]
         after: tuple[Any, ...] | None = None
         while True:
             where = "" if after is None else f"WHERE ({order}) > ({_marks(len(key))})"
-            with self._read() as conn:
+            with self._db.read() as conn:
                 rows = conn.execute(
                     f"SELECT {columns} FROM {table} {where} ORDER BY {order} LIMIT ?",
                     (*(after or ()), int(size)),

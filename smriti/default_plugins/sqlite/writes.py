@@ -1,7 +1,7 @@
-"""Write half of the SQLite backend: memories, updates, deletes, import and metadata.
+"""The SQLite backend's writes: memories, updates, deletes, import and metadata.
 
 Each method converts its input first (a bad embedding fails before anything is
-written), then runs in one write transaction (``SqliteBackend._write``). Edges to
+written), then runs in one write transaction (``Database.write``). Edges to
 endpoints that do not exist are skipped by ``INSERT ... SELECT ... WHERE EXISTS``;
 deletes cascade through the foreign keys.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from smriti.backend import StoredMemory, batched
 from smriti.default_plugins.sqlite.codec import (
@@ -24,6 +24,7 @@ from smriti.default_plugins.sqlite.codec import (
     ts_maybe_in,
     vec_in,
 )
+from smriti.default_plugins.sqlite.database import Database
 from smriti.default_plugins.sqlite.lexical import document_terms, write_postings
 from smriti.errors import BackendError
 from smriti.model import (
@@ -37,11 +38,6 @@ from smriti.model import (
     normalise_cue_name,
     utcnow,
 )
-
-if TYPE_CHECKING:
-    from smriti.default_plugins.sqlite.backend import SqliteBackend as _Self
-else:
-    _Self = object
 
 #: Ids per ``IN (...)`` list (well under SQLite's variable limit).
 CHUNK = 500
@@ -132,13 +128,16 @@ def _association_row(a: Association) -> dict[str, Any]:
     }
 
 
-class WritesMixin(_Self):  # type: ignore[misc,valid-type]
-    """Every write of the StorageBackend contract."""
+class Writer:
+    """Every write of the StorageBackend contract, each one transaction of ``db``."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
 
     # -- metadata -------------------------------------------------------------------------
     def set_meta(self, key: str, value: str) -> None:
         """Store a per-user metadata value."""
-        with self._write() as conn:
+        with self._db.write() as conn:
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES (?, ?) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -158,7 +157,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         row = engram_row(engram)
         counts = document_terms(engram.content, engram.summary, engram.tags)
         edges = [_association_row(a) for a in associations]
-        with self._write("the memory was not stored") as conn:
+        with self._db.write("the memory was not stored") as conn:
             old = conn.execute("SELECT content FROM engram WHERE id = ?", (engram.id,)).fetchone()
             if old is not None:
                 if old[0] != engram.content:
@@ -222,7 +221,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         if not rows:
             return
         retagged = list(dict.fromkeys(u.id for u in updates if u.tags is not None))
-        with self._write() as conn:
+        with self._db.write() as conn:
             conn.executemany(_UPDATE_ENGRAM, rows)
             for chunk in batched(retagged, CHUNK):
                 found = conn.execute(
@@ -240,7 +239,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         if not unique:
             return 0
         deleted = 0
-        with self._write("nothing was deleted") as conn:
+        with self._db.write("nothing was deleted") as conn:
             for chunk in batched(unique, CHUNK):
                 cursor = conn.execute(
                     f"DELETE FROM engram WHERE id IN ({_marks(len(chunk))})", chunk
@@ -256,19 +255,12 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         hold the pages as they were before: a TRUNCATE checkpoint copies the zeroed
         pages into the file and empties the WAL. Returns how many cues were dropped."""
         dropped = self.delete_orphan_cues()
-        what = "the memories were deleted but not yet erased from the store's WAL"
-        with self._write_lock, self._errors(what):
-            busy = self._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-        if busy:
-            raise BackendError(
-                f"{what}: another process kept reading {self.path}; forget again once it "
-                "is done (the next forget or checkpoint erases them)"
-            )
+        self._db.truncate_wal("the memories were deleted but not yet erased from the store's WAL")
         return dropped
 
     def delete_orphan_cues(self) -> int:
         """Delete cues no engram is EncodedBy; their CoOccurs edges go with them."""
-        with self._write("nothing was deleted") as conn:
+        with self._db.write("nothing was deleted") as conn:
             deleted = conn.execute(
                 "DELETE FROM cue WHERE NOT EXISTS (SELECT 1 FROM link WHERE link.cue_id = cue.id)"
             ).rowcount
@@ -302,7 +294,7 @@ class WritesMixin(_Self):  # type: ignore[misc,valid-type]
         cooc_rows = [
             {"a": c.source_id, "b": c.target_id, "s": float(c.strength)} for c in cooccurrences
         ]
-        with self._write("nothing was imported") as conn:
+        with self._db.write("nothing was imported") as conn:
             self._import_engrams(conn, engram_rows)
             self._import_cues(conn, list(cue_rows.values()))
             conn.executemany(_LINK, link_rows)
