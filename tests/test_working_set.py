@@ -96,7 +96,7 @@ def _answers(backend: SqliteBackend | IndexedBackend, build: GraphBuilder) -> tu
         sorted((lk.engram_id, lk.cue_id) for lk in around.links),
         around.degrees,
         {c: [e for e, _ in m] for c, m in around.members.items()},
-        [e.id for e in backend.list_engrams(5)],
+        [e.id for e in backend.list_page(Listing(5))],
     )
 
 
@@ -468,7 +468,7 @@ def test_an_empty_store_saves_a_snapshot_that_loads(tmp_path: Path) -> None:
         again = _open(tmp_path)
     try:
         assert _loaded_from(logs) == "snapshot"
-        assert again.count_engrams() == 0 and again.list_engrams(5) == []
+        assert again.count_engrams() == 0 and again.list_page(Listing(5)) == []
     finally:
         again.close()
 

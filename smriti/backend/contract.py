@@ -22,13 +22,14 @@ streams), the version fields included: ``supersedes`` is written once with the e
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from smriti.backend import derived
 from smriti.backend.helpers import joined
 from smriti.backend.reads import Expand, Listing, Neighbourhood, Seeds, Seek
 from smriti.model import Association, CoOccurrence, Cue, Engram, EngramUpdate, Link
@@ -55,18 +56,24 @@ class StoredMemory:
 
     engram: Engram
     cues: list[Cue]
-    #: AssociatedWith edges passed in (for ``add_memory_with_search``: found by the search).
+    #: AssociatedWith edges passed in (a backend may leave it 0: the engine counts the
+    #: edges it passed).
     associations: int = 0
-
-
-#: A search for a new memory's associations: (edges from it, the cluster it joins).
-AssociationSearch = Callable[[], tuple[Sequence[Association], int]]
 
 
 class StorageBackend(ABC):
     """Base class of storage backends; register subclasses with ``register_storage_backends``.
 
     Lifecycle: ``from_settings`` → ``open`` → any other method → ``close``.
+
+    Sixteen methods are required: the classmethod that builds an instance, ``open``,
+    ``close``, metadata (``get_meta``, ``set_meta``), the writes (``add_memory``,
+    ``update_engrams``, ``delete_engrams``, ``delete_orphan_cues``,
+    ``import_records``), recall's ``seek`` and the five ``iter_*`` streams. Every
+    other method has a correct default built from those (``smriti.backend.derived``),
+    which a backend overrides where it can answer faster (``get_engrams``,
+    ``list_page`` and ``neighbourhood`` are on recall's path; ``counts`` and
+    ``count_engrams`` on every status call).
     """
 
     #: The ``DB_TYPE`` value that selects this backend.
@@ -139,13 +146,14 @@ class StorageBackend(ABC):
     def set_meta(self, key: str, value: str) -> None:
         """Store a per-user metadata value."""
 
-    @abstractmethod
     def ensure_indexes(self, dims: int, min_engrams: int) -> list[str]:
         """Create vector and full-text indexes when the store holds > ``min_engrams``.
 
         ``dims`` is the embedding dimension. Idempotent and cheap when the indexes
-        exist. Returns the names of indexes created by this call.
+        exist. Returns the names of indexes created by this call. The default creates
+        none, for a backend whose searches need no index.
         """
+        return []
 
     # -- writes ------------------------------------------------------------------------
     @abstractmethod
@@ -166,21 +174,6 @@ class StorageBackend(ABC):
         AssociatedWith edges from ``engram.id``, skipping targets that no longer exist.
         Returns the engram and the cues as stored (existing ids for merged cues).
         """
-
-    def add_memory_with_search(
-        self, engram: Engram, cues: Sequence[Cue], search: AssociationSearch
-    ) -> StoredMemory:
-        """``add_memory`` with the associations and cluster that ``search()`` returns.
-
-        The engine's store pipeline calls this. The default runs ``search`` first, then
-        ``add_memory`` with ``engram`` in the returned cluster; a backend may instead run
-        the search while it writes the rest of the memory, as long as the result is the
-        same and still atomic: an exception from ``search`` stores nothing. The returned
-        engram carries the cluster; ``associations`` counts the edges passed on.
-        """
-        edges, cluster = search()
-        stored = self.add_memory(replace(engram, cluster_id=cluster), cues, edges)
-        return replace(stored, associations=len(edges))
 
     @abstractmethod
     def update_engrams(self, updates: Sequence[EngramUpdate]) -> None:
@@ -241,21 +234,16 @@ class StorageBackend(ABC):
         """
 
     # -- reads -------------------------------------------------------------------------
-    @abstractmethod
     def get_engrams(self, ids: Sequence[str], embeddings: bool = True) -> list[Engram]:
         """The engrams with these ids, in any order; unknown skipped.
 
         With ``embeddings`` (the default) each comes with its embedding; without, a
         backend may leave ``embedding`` None and save reading and sending the vectors
         (recall asks for them only for its candidate pool, to score every candidate by
-        its exact cosine).
+        its exact cosine). The default scans ``iter_engrams``.
         """
+        return derived.engrams_with_ids(self.iter_engrams(), ids)
 
-    def list_engrams(self, limit: int, memory_type: str | None = None) -> list[Engram]:
-        """Most recently accessed first (ties: newest created first); ``list_page``."""
-        return self.list_page(Listing(limit, memory_type))
-
-    @abstractmethod
     def list_page(self, listing: Listing) -> list[Engram]:
         """Up to ``listing.limit`` engrams (with embeddings) passing its filters, strictly
         after ``listing.after``, in listing order (``smriti.backend.Listing``): last access
@@ -263,24 +251,38 @@ class StorageBackend(ABC):
 
         Filters are applied before the limit. ``after`` compares against the values
         exactly as this backend returns them, so a page's last engram, fed back, never
-        reappears. ``smriti.backend.listing_sorted`` is the reference semantics.
+        reappears. ``smriti.backend.listing_sorted`` is the reference semantics, and the
+        default applies it to ``iter_engrams``.
         """
+        return derived.listing_page(self.iter_engrams(), listing)
 
-    @abstractmethod
     def count_engrams(self) -> int:
-        """How many engrams this user has."""
+        """How many engrams this user has. The default counts ``engram_stats``."""
+        return sum(1 for _ in self.engram_stats())
 
-    @abstractmethod
     def counts(self) -> dict[str, int]:
-        """Counts of ``engrams``, ``cues``, ``links``, ``associations``, ``cooccurrences``."""
+        """Counts of ``engrams``, ``cues``, ``links``, ``associations``, ``cooccurrences``.
+        The default counts the streams."""
+        return {
+            "engrams": self.count_engrams(),
+            "cues": sum(1 for _ in self.iter_cues()),
+            "links": sum(1 for _ in self.iter_links()),
+            "associations": sum(1 for _ in self.iter_associations()),
+            "cooccurrences": sum(1 for _ in self.iter_cooccurrences()),
+        }
 
-    @abstractmethod
     def engram_stats(self) -> Iterator[EngramStats]:
-        """Every engram's consolidation fields, streamed."""
+        """Every engram's consolidation fields, streamed. The default reads them from
+        ``iter_engrams``; a backend overrides it to leave content and embeddings unread."""
+        for e in self.iter_engrams():
+            yield EngramStats(
+                e.id, e.importance, e.access_count, e.last_accessed_at, e.decay_factor, e.cluster_id
+            )
 
-    @abstractmethod
     def get_cues(self, names: Sequence[str]) -> list[Cue]:
-        """Stored cues whose (normalised) name is in ``names``, with embeddings."""
+        """Stored cues whose (normalised) name is in ``names``, with embeddings, one per
+        name. The default scans ``iter_cues``."""
+        return derived.cues_named(self.iter_cues(), names)
 
     def get_cues_by_id(self, ids: Sequence[str]) -> list[Cue]:
         """Stored cues with these ids, in any order, unknown skipped; embeddings may be
@@ -332,7 +334,6 @@ class StorageBackend(ABC):
             return []
         return joined(hits, self.get_engrams([i for i, _ in hits], embeddings=False))
 
-    @abstractmethod
     def neighbourhood(self, query: Expand) -> Neighbourhood:
         """One hop around ``query.ids`` in one round trip (``smriti.backend.reads``).
 
@@ -341,8 +342,11 @@ class StorageBackend(ABC):
         EncodedBy edge of the ids; ``degrees``: the degree of each of their cues;
         ``members``: for the cues with a degree of at most ``query.cue_max_degree``,
         up to ``query.engrams_per_cue`` (engram id, strength), most important first
-        (ties by id). Unknown ids contribute nothing.
+        (ties by id). Unknown ids contribute nothing. The default reads
+        ``engram_stats``, ``iter_links`` and (when ``query.edges``) ``iter_associations``.
         """
+        importance = {s.id: s.importance for s in self.engram_stats()}
+        return derived.neighbourhood(query, importance, self.iter_associations(), self.iter_links())
 
     # -- streams for consolidation, export and backup -------------------------------------
     @abstractmethod

@@ -242,11 +242,12 @@ def _write(
             edges.setdefault(previous, Association(engram.id, previous, 1.0, FOLLOWS, now))
         return list(edges.values()), cluster
 
-    # The backend may run the search while it writes the rest of the memory.
-    stored = engine.backend.add_memory_with_search(engram, cues, search)
+    # The engine finds the associations, then the backend writes: it never calls back.
+    edges, cluster = search()
+    stored = engine.backend.add_memory(replace(engram, cluster_id=cluster), cues, edges)
     engine.after_write(stored.cues)
     return StoreOutcome(
-        stored.engram, stored.cues, stored.associations, conflicts=conflicts, near_duplicates=near
+        stored.engram, stored.cues, len(edges), conflicts=conflicts, near_duplicates=near
     )
 
 

@@ -53,7 +53,6 @@ from smriti.backend import (
     StoredMemory,
     joined,
 )
-from smriti.backend.contract import AssociationSearch
 from smriti.index import heap, snapshot
 from smriti.index.budget import BUDGET
 from smriti.index.working_set import UPDATED, WorkingSet
@@ -443,22 +442,6 @@ class IndexedBackend(StorageBackend):
         edges = _dated(associations)
         with self._writing():
             stored = self.inner.add_memory(engram, cues, edges)
-            self._apply(lambda ws: ws.put_memory(stored, edges))
-        return stored
-
-    def add_memory_with_search(
-        self, engram: Engram, cues: Sequence[Cue], search: AssociationSearch
-    ) -> StoredMemory:
-        found: list[Sequence[Association]] = []
-
-        def searched() -> tuple[Sequence[Association], int]:
-            edges, cluster = search()
-            found.append(_dated(edges))
-            return found[-1], cluster
-
-        with self._writing():
-            stored = self.inner.add_memory_with_search(engram, cues, searched)
-            edges = list(found[0]) if found else []
             self._apply(lambda ws: ws.put_memory(stored, edges))
         return stored
 

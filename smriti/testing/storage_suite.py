@@ -300,45 +300,27 @@ class StorageBackendTests:
         self.store(backend, engram, [build.cue("fine")])  # the store still works
         assert backend.count_engrams() == 1
 
-    def test_add_memory_with_search_stores_what_the_search_found(
+    def test_add_memory_keeps_the_cluster_given(
         self, backend: StorageBackend, build: GraphBuilder
     ) -> None:
+        # The engine's association search picks the cluster and the edges, then writes.
         self.store(backend, build.engram(1).with_changes(cluster_id=7))
-        engram = build.engram(2)
+        engram = build.engram(2).with_changes(cluster_id=7)
         found = [Association(engram.id, "e00001", 0.8), Association(engram.id, "gone", 0.7)]
-        stored = backend.add_memory_with_search(engram, [build.cue("fine")], lambda: (found, 7))
+        stored = backend.add_memory(engram, [build.cue("fine")], found)
         assert stored.engram.cluster_id == 7
-        assert stored.associations == 2
         [got] = backend.get_engrams([engram.id])
-        assert_engram_equal(got, engram.with_changes(cluster_id=7))
+        assert_engram_equal(got, engram)
         assert [(a.source_id, a.target_id) for a in backend.iter_associations()] == [
             (engram.id, "e00001")
         ]
         assert backend.counts()["links"] == 1
         # A cluster with no surviving association target is still recorded.
-        lone = build.engram(3)
-        stored = backend.add_memory_with_search(
-            lone, [], lambda: ([Association(lone.id, "gone", 0.9)], 4)
-        )
+        lone = build.engram(3).with_changes(cluster_id=4)
+        stored = backend.add_memory(lone, [], [Association(lone.id, "gone", 0.9)])
         [got] = backend.get_engrams([lone.id])
         assert got.cluster_id == stored.engram.cluster_id == 4
         assert backend.counts()["associations"] == 1
-
-    def test_add_memory_with_search_failure_leaves_nothing(
-        self, backend: StorageBackend, build: GraphBuilder
-    ) -> None:
-        def broken() -> tuple[list[Association], int]:
-            raise ValueError("search failed")
-
-        engram = build.engram(1)
-        with pytest.raises(ValueError, match="search failed"):
-            backend.add_memory_with_search(engram, [build.cue("fine")], broken)
-        assert backend.count_engrams() == 0
-        assert all(v == 0 for v in backend.counts().values()), backend.counts()
-        assert vector_hits(backend, engram.embedding, 5) == []
-        stored = backend.add_memory_with_search(engram, [build.cue("fine")], lambda: ([], -1))
-        assert stored.engram.cluster_id == -1
-        assert backend.count_engrams() == 1
 
     # -- updates and deletes ------------------------------------------------------------
     def test_update_engrams_is_partial(self, backend: StorageBackend, build: GraphBuilder) -> None:
@@ -460,7 +442,7 @@ class StorageBackendTests:
         } | {engrams[2].id: engrams[2]}
         for e in backend.get_engrams(list(want)):
             assert_engram_equal(e, want[e.id])
-        assert [e.id for e in backend.list_engrams(2)] == ["e00002", "e00001"]
+        assert [e.id for e in backend.list_page(Listing(2))] == ["e00002", "e00001"]
         stats = {s.id: (s.access_count, s.decay_factor) for s in backend.engram_stats()}
         assert stats["e00001"] == (2, 0.95), stats
         assert stats["e00003"] == (engrams[2].access_count, engrams[2].decay_factor)
@@ -563,9 +545,7 @@ class StorageBackendTests:
         assert backend.count_engrams() == 3
 
     # -- listing, counting, stats ---------------------------------------------------------
-    def test_list_engrams_by_last_access(
-        self, backend: StorageBackend, build: GraphBuilder
-    ) -> None:
+    def test_list_page_by_last_access(self, backend: StorageBackend, build: GraphBuilder) -> None:
         t = T0 + timedelta(days=1)
         specs = [
             (1, t, 0),
@@ -577,20 +557,21 @@ class StorageBackendTests:
             created_at = T0 + timedelta(minutes=created)
             self.store(backend, build.engram(i, last_accessed_at=last, created_at=created_at))
         # e3 and e1 tie on last access: the newer created (e3) comes first.
-        assert [e.id for e in backend.list_engrams(10)] == ["e00002", "e00003", "e00001", "e00004"]
-        assert [e.id for e in backend.list_engrams(2)] == ["e00002", "e00003"]
-        assert backend.list_engrams(0) == []
+        page = [e.id for e in backend.list_page(Listing(10))]
+        assert page == ["e00002", "e00003", "e00001", "e00004"]
+        assert [e.id for e in backend.list_page(Listing(2))] == ["e00002", "e00003"]
+        assert backend.list_page(Listing(0)) == []
 
-    def test_list_engrams_filters_before_limit(
+    def test_list_page_by_type_filters_before_limit(
         self, backend: StorageBackend, build: GraphBuilder
     ) -> None:
         for i in range(12):
             kind = "semantic" if i < 2 else "episodic"
             self.store(backend, build.engram(i, memory_type=kind))
-        got = backend.list_engrams(2, "semantic")
+        got = backend.list_page(Listing(2, "semantic"))
         assert sorted(e.id for e in got) == ["e00000", "e00001"]
         assert all(e.memory_type == "semantic" for e in got)
-        assert backend.list_engrams(5, "procedural") == []
+        assert backend.list_page(Listing(5, "procedural")) == []
 
     def _listing_data(self, backend: StorageBackend, build: GraphBuilder) -> list[Engram]:
         engrams = []
@@ -1114,7 +1095,7 @@ class StorageBackendTests:
         alice.set_meta("k", "alice")
         bob.add_memory(build.engram(5), [build.cue("apple", seed=8)], [])
         assert bob.get_engrams(["e00001", "e00002"]) == []
-        assert [e.id for e in bob.list_engrams(10)] == ["e00005"]
+        assert [e.id for e in bob.list_page(Listing(10))] == ["e00005"]
         assert bob.count_engrams() == 1 and bob.counts()["cues"] == 1
         assert [i for i, _ in vector_hits(bob, e1.embedding, 10)] == ["e00005"]
         assert text_hits(bob, "zebra", 10) == []

@@ -230,7 +230,7 @@ def test_threads_store_and_read_concurrently(kuzu_factory: Factory) -> None:
             for i in range(60):
                 backend.vector_search(build.vec(i), 5)
                 backend.text_search("memory", 5)
-                backend.list_engrams(5)
+                backend.list_page(Listing(5))
                 backend.count_engrams()
         except BaseException as exc:
             errors.append(exc)
@@ -518,7 +518,7 @@ def _answers(backend: KuzuBackend | IndexedBackend) -> tuple[object, ...]:
         sorted((lk.engram_id, lk.cue_id) for lk in around.links),
         around.degrees,
         {c: [e for e, _ in m] for c, m in around.members.items()},
-        [e.id for e in backend.list_engrams(5)],
+        [e.id for e in backend.list_page(Listing(5))],
         sorted((s.id, s.importance) for s in backend.engram_stats()),
     )
 

@@ -147,7 +147,7 @@ def test_database_mode_sends_every_statement_to_the_users_database(
     )
     with backend:
         backend.add_memory(build.engram(1), [build.cue("kiwi")], [])
-        assert [e.id for e in backend.list_engrams(5)] == ["e00001"]
+        assert [e.id for e in backend.list_page(Listing(5))] == ["e00001"]
         backend.update_engrams([EngramUpdate("e00001", tags=["lime"], superseded_by="e00002")])
         assert [e.id for e in backend.list_page(Listing(5, tags=["lime"]))] == ["e00001"]
         assert backend.list_page(Listing(5, include_superseded=False)) == []

@@ -115,7 +115,7 @@ def test_store_is_refused_below_the_reserve_and_reads_go_on(
         monkeypatch.setattr(durability, "free_bytes", lambda _: durability.STORE_RESERVE)
         with pytest.raises(StorageFullError, match=f"free space at {path.parent}"):
             backend.add_memory(build.engram(2), [], [])
-        assert [e.id for e in backend.list_engrams(5)] == ["e00001"]
+        assert [e.id for e in backend.list_page(Listing(5))] == ["e00001"]
         assert backend.count_engrams() == 1
         monkeypatch.undo()
         backend.add_memory(build.engram(3), [], [])
@@ -134,7 +134,7 @@ def test_queued_memories_wait_for_room_and_are_listed_meanwhile(
         monkeypatch.setattr(durability, "free_bytes", lambda _: 0)  # no room for Kùzu
         with pytest.raises(StorageFullError, match="1 stored memories wait"):
             backend.write_queued()
-        assert sorted(e.id for e in backend.list_engrams(5)) == ["e00001", "e00002"]
+        assert sorted(e.id for e in backend.list_page(Listing(5))) == ["e00001", "e00002"]
         # The queued memory passes the listing's filters like a stored one.
         assert [e.id for e in backend.list_page(Listing(5, tags=["fixed"]))] == ["e00002"]
         assert backend.list_page(Listing(5, tags=["fixed"], after=list_key(correction))) == []
