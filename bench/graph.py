@@ -43,6 +43,7 @@ def measure(size: int, args: argparse.Namespace) -> dict[str, Any]:
     from smriti.graphview import DEFAULT_LIMIT
     from smriti.graphview.render import write_picture
     from smriti.owner import ops
+    from smriti.requests import GraphRequest
 
     row: dict[str, Any] = {"size": size, "limit": args.limit or DEFAULT_LIMIT}
     with tempfile.TemporaryDirectory(prefix="smriti-graph-bench-") as tmp:
@@ -55,7 +56,7 @@ def measure(size: int, args: argparse.Namespace) -> dict[str, Any]:
             row["clusters"] = report.clusters
             row["memories"] = engine.backend.count_engrams()
             query = {"limit": args.limit} if args.limit else {}
-            data, row["select_s"] = timed(lambda: ops.run(engine, "graph", query))
+            data, row["select_s"] = timed(lambda: ops.run(engine, GraphRequest.parse(**query)))
         finally:
             engine.close()
         out = Path(tmp) / "graph.html"

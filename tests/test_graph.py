@@ -23,6 +23,7 @@ from smriti.graphview.render import write_picture
 from smriti.graphview.select import strength
 from smriti.model import Association, Cue, Engram, Link
 from smriti.owner import ops
+from smriti.requests import ClustersRequest, GraphRequest
 from smriti.testing.owner_load import cli, load_env
 
 TOPICS = ("cooking", "running", "music", "travel", "garden", "finance", "pets", "coding")
@@ -76,7 +77,7 @@ def planted_store(engine: Engine, n: int = 1000) -> None:
 
 
 def graph(engine: Engine, **args: Any) -> dict[str, Any]:
-    return ops.run(engine, "graph", args)
+    return ops.run(engine, GraphRequest.parse(**args))
 
 
 # ------------------------------------------------------------------------ selection
@@ -117,7 +118,7 @@ def test_one_cluster_and_a_neighbourhood(engine: Engine) -> None:
 
 def test_clusters_are_named_by_their_specific_cues(engine: Engine) -> None:
     planted_store(engine)
-    table = ops.run(engine, "clusters", {})
+    table = ops.run(engine, ClustersRequest())
     assert sum(c["size"] for c in table["clusters"]) == 1001
     assert table["clusters"][-1]["id"] == -1  # unassigned last
     by_id = {c["id"]: c for c in table["clusters"]}

@@ -15,6 +15,7 @@ from smriti.errors import InvalidInput
 from smriti.instructions import instruction_flags
 from smriti.owner.ops import run as run_op
 from smriti.portable import export_store, import_store
+from smriti.requests import ImportRequest
 from smriti.testing.injections import INSTRUCTIONS, ORDINARY
 
 from .conftest import EngineFactory
@@ -159,7 +160,7 @@ def test_an_import_names_its_format_where_the_file_names_no_origin(
     import_store(restored, path)
     assert restored.backend.get_engrams([old])[0].origin == ""  # unknown, not guessed
     bob = engine_factory("bob")
-    run_op(bob, "import", {"path": str(path)})  # what `smriti import` runs
+    run_op(bob, ImportRequest.parse(str(path)))  # what `smriti import` runs
     got = {e.id: e.origin for e in bob.backend.get_engrams([said, old])}
     assert got == {said: "user", old: "import:smriti"}
     assert [r.engram.id for r in bob.recall(None, limit=5, origin="import:")] == [old]

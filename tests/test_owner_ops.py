@@ -9,6 +9,7 @@ from smriti.engine import Engine
 from smriti.errors import InvalidInput, NotFound
 from smriti.model import new_id
 from smriti.owner.service import LocalService
+from smriti.requests import ForgetRequest, StoreRequest
 
 
 def test_a_store_repeated_with_its_id_is_stored_once(engine: Engine) -> None:
@@ -31,8 +32,8 @@ def test_a_chosen_id_must_look_like_one(engine: Engine) -> None:
 
 def test_a_repeated_forget_of_a_forgotten_memory_says_it_is_forgotten(engine: Engine) -> None:
     memory = LocalService(engine)
-    key = memory.store("a memory to forget")["id"]
-    assert memory.forget(key)["id"] == key
+    key = memory.run(StoreRequest("a memory to forget"))["id"]
+    assert memory.run(ForgetRequest(key))["id"] == key
     with pytest.raises(NotFound, match="is forgotten, but the Smriti owner process stopped"):
         memory.call("forget", {"memory_id": key, "repeated": True})
     with pytest.raises(NotFound, match="no memory with id"):

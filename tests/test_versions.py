@@ -62,8 +62,8 @@ def test_correcting_a_superseded_memory_names_its_current_version(engine: Engine
 def test_correct_retry_with_the_same_new_id_stores_once(engine: Engine) -> None:
     v1 = engine.store("The backup runs at 2am").engram
     new_id = "0123456789abcdef0123456789abcdef"
-    first = engine.correct(v1.id, "The backup runs at 3am", new_memory_id=new_id)
-    again = engine.correct(v1.id, "The backup runs at 3am", new_memory_id=new_id)
+    first = engine.correct(v1.id, "The backup runs at 3am", new_id=new_id)
+    again = engine.correct(v1.id, "The backup runs at 3am", new_id=new_id)
     assert first["new_id"] == again["new_id"] == new_id
     assert engine.stats()["engrams"] == 2
 

@@ -85,16 +85,20 @@ def serve(args: argparse.Namespace) -> int:
 
 def store(args: argparse.Namespace) -> int:
     """Store CONTENT ('-' reads it from stdin)."""
+    from smriti.requests import StoreRequest
+
     content = sys.stdin.read() if args.content == "-" else args.content
     with open_memory(args, "store") as memory:
-        data = memory.store(
+        request = StoreRequest.parse(
             content,
             importance=args.importance,
             tags=args.tags,
             source=args.source or None,
             occurred_at=args.occurred_at,
             origin=args.origin,
+            max_chars=memory.settings.max_content_chars,
         )
+        data = memory.run(request)
         _push_backup(memory)
     output.emit(data, args.json, output.format_stored)
     return 0
@@ -102,8 +106,10 @@ def store(args: argparse.Namespace) -> int:
 
 def recall(args: argparse.Namespace) -> int:
     """Recall memories for QUERY (none: the most recently used)."""
+    from smriti.requests import RecallRequest
+
     with open_memory(args, "recall") as memory:
-        found = memory.recall(
+        request = RecallRequest.parse(
             args.query or None,
             limit=args.limit,
             mode=args.mode,
@@ -115,9 +121,10 @@ def recall(args: argparse.Namespace) -> int:
             include_superseded=args.include_superseded,
             cursor=args.cursor or None,
             origin=args.origin or None,
+            max_limit=memory.settings.max_recall_limit,
         )
-    mode = args.mode if args.query.strip() else "list"
-    data = output.recall_data(args.query, mode, found)
+        found = memory.run(request)
+    data = output.recall_data(args.query, request.shown_mode, found)
     if data.get("warning") and not args.json:
         print(f"smriti: warning: {data['warning']}", file=sys.stderr)
     output.emit(data, args.json, output.format_recall)
@@ -126,20 +133,24 @@ def recall(args: argparse.Namespace) -> int:
 
 def get(args: argparse.Namespace) -> int:
     """Show the memory with ID: its cues, associations and versions."""
+    from smriti.requests import GetRequest
+
     with open_memory(args, "get") as memory:
-        data = memory.get(args.memory_id)
+        data = memory.run(GetRequest.parse(args.memory_id))
     output.emit(data, args.json, output.format_detail)
     return 0
 
 
 def correct(args: argparse.Namespace) -> int:
     """Replace the memory with ID by a corrected version ('-' reads it from stdin)."""
+    from smriti.requests import CorrectRequest
+
     content = sys.stdin.read() if args.content == "-" else args.content
+    request = CorrectRequest.parse(
+        args.memory_id, content, importance=args.importance, tags=args.tags, purge=args.purge
+    )
     with open_memory(args, "correct") as memory:
-        data = memory.correct(
-            args.memory_id, content, importance=args.importance, tags=args.tags,
-            purge=args.purge,
-        )  # fmt: skip
+        data = memory.run(request)
         _push_backup(memory)
     output.emit(data, args.json, output.format_corrected)
     return 0
@@ -147,8 +158,10 @@ def correct(args: argparse.Namespace) -> int:
 
 def history(args: argparse.Namespace) -> int:
     """Every version of the memory with ID, oldest first."""
+    from smriti.requests import HistoryRequest
+
     with open_memory(args, "history") as memory:
-        data = memory.history(args.memory_id)
+        data = memory.run(HistoryRequest.parse(args.memory_id))
     output.emit(data, args.json, output.format_history)
     return 0
 
@@ -159,8 +172,11 @@ def update(args: argparse.Namespace) -> int:
         from smriti.errors import InvalidInput
 
         raise InvalidInput("update needs --importance or --tags (or both)")
+    from smriti.requests import UpdateRequest
+
+    request = UpdateRequest.parse(args.memory_id, importance=args.importance, tags=args.tags)
     with open_memory(args, "update") as memory:
-        data = memory.update(args.memory_id, importance=args.importance, tags=args.tags)
+        data = memory.run(request)
         _push_backup(memory)
     output.emit(data, args.json, lambda d: output.format_memory(d["memory"]))
     return 0
@@ -168,16 +184,22 @@ def update(args: argparse.Namespace) -> int:
 
 def related(args: argparse.Namespace) -> int:
     """The memories linked to the memory with ID, best first."""
+    from smriti.requests import RelatedRequest
+
+    request = RelatedRequest.parse(args.memory_id, limit=args.limit)
     with open_memory(args, "related") as memory:
-        data = memory.related(args.memory_id, limit=args.limit)
+        data = memory.run(request)
     output.emit(data, args.json, output.format_related)
     return 0
 
 
 def forget(args: argparse.Namespace) -> int:
     """Delete the memory with ID (an unknown id is an error)."""
+    from smriti.requests import ForgetRequest
+
+    request = ForgetRequest.parse(args.memory_id)
     with open_memory(args, "forget") as memory:
-        data = memory.forget(args.memory_id)
+        data = memory.run(request)
         _push_backup(memory)
     output.emit(data, args.json, lambda d: f"forgot {d['id']}: {output.snippet(d['summary'])}")
     return 0
@@ -186,8 +208,11 @@ def forget(args: argparse.Namespace) -> int:
 def purge(args: argparse.Namespace) -> int:
     """Forget the memory with ID, erase it from the store's files and from every
     snapshot the backup keeps; the warning about other copies goes to stderr."""
+    from smriti.requests import PurgeRequest
+
+    request = PurgeRequest.parse(args.memory_id)
     with open_memory(args, "purge") as memory:
-        data = memory.purge(args.memory_id)
+        data = memory.run(request)
     print(f"warning: {data['warning']}", file=sys.stderr)
     backup = data.get("backup_purge", {})
     if backup.get("warning"):
@@ -204,24 +229,30 @@ def _format_purged(data: dict) -> str:
 
 def consolidate(args: argparse.Namespace) -> int:
     """Run consolidation now."""
+    from smriti.requests import ConsolidateRequest
+
     with open_memory(args, "consolidate") as memory:
-        data = memory.consolidate()
+        data = memory.run(ConsolidateRequest(), None)  # a progress line on a terminal
     output.emit(data, args.json, output.format_mapping)
     return 0
 
 
 def stats(args: argparse.Namespace) -> int:
     """Counts and components in use."""
+    from smriti.requests import StatsRequest
+
     with open_memory(args, "stats") as memory:
-        data = memory.stats()
+        data = memory.run(StatsRequest())
     output.emit(data, args.json, output.format_mapping)
     return 0
 
 
 def sync(args: argparse.Namespace) -> int:
     """Push a backup now."""
+    from smriti.requests import SyncRequest
+
     with open_memory(args, "sync") as memory:
-        data = memory.sync()
+        data = memory.run(SyncRequest(), False)
     output.emit(data, args.json, output.format_sync)
     return 0
 
@@ -233,9 +264,10 @@ def _push_backup(memory: Service) -> None:
         return
     from smriti.errors import SmritiError
     from smriti.logs import get_logger
+    from smriti.requests import SyncRequest
 
     try:
-        memory.sync()
+        memory.run(SyncRequest(), False)  # quietly: the command's own output follows
     except SmritiError as exc:  # the change is stored; the owner pushes again later
         get_logger(__name__).error("backup push failed", error=str(exc))
 

@@ -64,13 +64,14 @@ def graph_command(args: argparse.Namespace) -> int:
     """Select, lay out and write the picture; print what was drawn."""
     from smriti import validation
     from smriti.graphview.render import format_for, write_picture
+    from smriti.requests import GraphRequest
 
     path = validation.output_file(args.out)  # before the store is opened
     fmt = format_for(path, args.format)
-    query = {"cluster": args.cluster, "around": args.around, "hops": args.hops}
+    request = GraphRequest.parse(args.cluster, args.around, args.hops, args.limit)
     started = time.perf_counter()
     with open_memory(args, "graph") as memory:
-        data = memory.call("graph", {**query, "limit": args.limit})
+        data = memory.run(request)
         user = memory.user
     selected = time.perf_counter() - started
     written = write_picture(data, path, fmt, args.size_by, f"Smriti memory of {user}")
@@ -113,8 +114,10 @@ def _format_graph(d: dict[str, Any]) -> str:
 
 def clusters_command(args: argparse.Namespace) -> int:
     """Print the cluster table."""
+    from smriti.requests import ClustersRequest
+
     with open_memory(args, "clusters") as memory:
-        data = memory.call("clusters", {})
+        data = memory.run(ClustersRequest())
     output.emit(data, args.json, _format_clusters)
     return 0
 

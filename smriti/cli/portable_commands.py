@@ -19,12 +19,13 @@ from smriti.cli.commands import open_memory
 def export(args: argparse.Namespace) -> int:
     """Write the user's memory to PATH."""
     from smriti import validation
+    from smriti.requests import ExportRequest
 
     path = validation.output_file(args.path)  # before the store is opened
     vectors = "list" if args.float_lists else "base64"
     with open_memory(args, "export") as memory:
         # An absolute path: the owner process may run in another directory.
-        report = memory.call("export", {"path": str(path.resolve()), "vectors": vectors})
+        report = memory.run(ExportRequest.parse(str(path.resolve()), vectors))
     output.emit(report, args.json, _format_export)
     return 0
 
@@ -32,18 +33,21 @@ def export(args: argparse.Namespace) -> int:
 def import_(args: argparse.Namespace) -> int:
     """Load PATH into the user's store."""
     from smriti import validation
+    from smriti.requests import ImportRequest
 
     path = validation.input_file(args.path)  # before the store is opened
     with open_memory(args, "import") as memory:
-        report = memory.call("import", {"path": str(path.resolve()), "merge": args.merge})
+        report = memory.run(ImportRequest.parse(str(path.resolve()), args.merge))
     output.emit(report, args.json, _format_import)
     return 0
 
 
 def hash_(args: argparse.Namespace) -> int:
     """Print the canonical hash of the user's store."""
+    from smriti.requests import HashRequest
+
     with open_memory(args, "hash") as memory:
-        data = memory.call("hash", {})
+        data = memory.run(HashRequest())
     output.emit(data, args.json, lambda d: d["canonical_hash"])
     return 0
 

@@ -35,8 +35,10 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
 
 def reembed_command(args: argparse.Namespace) -> int:
     """Re-embed the store; print what was done."""
+    from smriti.requests import ReembedRequest
+
     with open_memory(args, "reembed") as memory:
-        report = memory.call("reembed", {"batch_size": args.batch_size, "force": args.force})
+        report = memory.run(ReembedRequest.parse(args.batch_size, args.force))
     output.emit(report, args.json, _format)
     return 0
 

@@ -48,16 +48,22 @@ def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
 
 def duplicates(args: argparse.Namespace) -> int:
     """Print the near-duplicate groups and the stale memories."""
+    from smriti.requests import DuplicatesRequest
+
+    request = DuplicatesRequest.parse(args.threshold, args.limit, args.stale_days)
     with open_memory(args, "duplicates") as memory:
-        data = memory.duplicates(args.threshold, args.limit, args.stale_days)
+        data = memory.run(request)
     output.emit(data, args.json, format_duplicates)
     return 0
 
 
 def merge(args: argparse.Namespace) -> int:
     """Merge the memories and print the survivor."""
+    from smriti.requests import MergeRequest
+
+    request = MergeRequest.parse(args.memory_id, list(args.others))
     with open_memory(args, "merge") as memory:
-        data = memory.merge(args.memory_id, list(args.others))
+        data = memory.run(request)
         _push_backup(memory)
     output.emit(data, args.json, format_merged)
     return 0

@@ -26,9 +26,10 @@ from smriti.engine.store import StoreOutcome, store
 from smriti.errors import ConfigError, NotFound
 from smriti.index import heap
 from smriti.logs import get_logger
-from smriti.model import ORIGIN_AGENT, Cue, Engram, Provenance
+from smriti.model import Cue, Engram, Provenance
 from smriti.plugins import Registry, create_plugin_manager
 from smriti.progress import ProgressArg
+from smriti.requests import CorrectRequest, RecallRequest, StoreRequest
 
 log = get_logger(__name__)
 
@@ -162,84 +163,80 @@ class Engine:
 
     # -- operations --------------------------------------------------------------------
     def store(
-        self,
-        content: object,
-        importance: object = 0.5,
-        tags: object = None,
-        source: object = None,
-        memory_id: object = None,
-        occurred_at: object = None,
-        origin: object = ORIGIN_AGENT,
-        principal: object = None,
+        self, content: StoreRequest | object, *args: object, **options: object
     ) -> StoreOutcome:
-        """Remember ``content``; raises InvalidInput for bad arguments.
+        """Remember what a StoreRequest asks; InvalidInput for bad arguments.
 
-        ``memory_id`` makes a repeated store idempotent; ``occurred_at`` (ISO 8601) dates
-        an event stored after the fact (see ``smriti.engine.store``). ``origin`` says who
-        said it (``user``, ``agent``, ``tool`` or ``import:<format>``; an application
-        storing through this API is an agent unless it says otherwise) and
-        ``principal`` the authenticated caller, if any.
+        ``content`` is the request, or the text to remember with ``args`` and
+        ``options`` as ``StoreRequest.parse`` takes them (``importance``, ``tags``,
+        ``source``, ``memory_id``, ``occurred_at``, ``origin``, ``principal``): a
+        convenience for Python callers, which builds the request. ``memory_id`` makes a
+        repeated store idempotent; ``occurred_at`` dates an event stored after the fact
+        (see ``smriti.engine.store``); an application storing through this API is an
+        agent unless it says otherwise.
         """
-        said = Provenance(validation.origin(origin), validation.principal(principal))
+        request = (
+            content
+            if isinstance(content, StoreRequest)
+            else StoreRequest.parse(
+                content, *args, **options, max_chars=self.settings.max_content_chars
+            )  # type: ignore[arg-type]
+        )
+        said = Provenance(request.origin, request.principal)
         with self.writes.shared():
             return store(
-                self, content, importance, tags, source, memory_id, occurred_at=occurred_at,
-                provenance=said,
+                self, request.content, request.importance, list(request.tags), request.source,
+                request.memory_id, occurred_at=request.occurred_at, provenance=said,
             )  # fmt: skip
 
     def recall(
-        self,
-        query: object = None,
-        limit: object = 5,
-        mode: object = "recall",
-        memory_type: object = None,
-        tags: object = None,
-        tag_match: object = "any",
-        since: object = None,
-        until: object = None,
-        include_superseded: object = False,
-        cursor: object = None,
-        origin: object = None,
+        self, query: RecallRequest | object = None, *args: object, **options: object
     ) -> RecallResults:
-        """Recall memories (modes ``recall``, ``search``, ``list``), filtered by tags
-        (any, or all with ``tag_match="all"``), creation time (``since`` inclusive,
-        ``until`` exclusive, ISO 8601) and version (superseded memories only with
-        ``include_superseded``) and origin (an origin, or ``import:`` for every import);
-        ``cursor`` continues a ``list`` (``next_cursor``)."""
-        return recall(
-            self, query, limit, mode, memory_type, tags=tags, tag_match=tag_match,
-            since=since, until=until, include_superseded=include_superseded, cursor=cursor,
-            origin=origin,
-        )  # fmt: skip
+        """Recall memories as a RecallRequest asks (``smriti.engine.recall``).
+
+        ``query`` is the request, or the query text with ``args`` and ``options`` as
+        ``RecallRequest.parse`` takes them (``limit``, ``mode``, ``memory_type``,
+        ``tags``, ``tag_match``, ``since``, ``until``, ``include_superseded``,
+        ``cursor``, ``origin``): a convenience for Python callers, which builds the
+        request.
+        """
+        request = (
+            query
+            if isinstance(query, RecallRequest)
+            else RecallRequest.parse(
+                query, *args, **options, max_limit=self.settings.max_recall_limit
+            )  # type: ignore[arg-type]
+        )
+        return recall(self, request)
 
     def get(self, memory_id: object) -> dict[str, Any]:
         """One memory with its cues, associations and version chain."""
         return versions.get(self, memory_id)
 
     def correct(
-        self,
-        memory_id: object,
-        content: object,
-        importance: object = None,
-        tags: object = None,
-        new_memory_id: object = None,
-        origin: object = None,
-        principal: object = None,
-        purge: object = False,
+        self, memory_id: CorrectRequest | object, *args: object, **options: object
     ) -> dict[str, Any]:
-        """A new version of ``memory_id`` with ``content``; the old one is kept, marked
-        superseded (``smriti.engine.versions``). ``origin`` None keeps the old version's;
-        ``principal`` is the authenticated caller making the correction, if any. With
-        ``purge``, every earlier version is forgotten and erased instead of kept
-        (``smriti.engine.purge``); the answer's ``purged`` lists their ids."""
+        """A new version of a memory; the old one is kept, marked superseded
+        (``smriti.engine.versions``). ``memory_id`` is a CorrectRequest, or the id with
+        ``args`` and ``options`` as ``CorrectRequest.parse`` takes them (``content``,
+        ``importance``, ``tags``, ``new_id``, ``origin``, ``principal``, ``purge``).
+        ``origin`` None keeps the old version's; ``principal`` is the authenticated
+        caller making the correction, if any. With ``purge``, every earlier version is
+        forgotten and erased instead of kept (``smriti.engine.purge``); the answer's
+        ``purged`` lists their ids."""
         from smriti.engine.purge import purge_versions
 
-        purging = validation.flag(purge, "purge")
+        request = (
+            memory_id
+            if isinstance(memory_id, CorrectRequest)
+            else CorrectRequest.parse(memory_id, *args, **options)  # type: ignore[arg-type]
+        )
+        tags = None if request.tags is None else list(request.tags)
         result = versions.correct(
-            self, memory_id, content, importance, tags, new_memory_id,
-            origin=origin, principal=principal,
+            self, request.memory_id, request.content, request.importance, tags,
+            request.new_id, origin=request.origin, principal=request.principal,
         )  # fmt: skip
-        if purging:
+        if request.purge:
             result["purged"] = purge_versions(self, result["new_id"])
         return result
 

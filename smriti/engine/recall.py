@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from smriti import validation
 from smriti.backend import Expand, Listing, Neighbourhood, Seeds, Seek, list_key, unit
 from smriti.engine.contiguity import FOLLOWS
 from smriti.engine.cursor import decode, encode
@@ -27,7 +26,7 @@ from smriti.engine.fusion import CONTEXT, Fusion
 from smriti.engine.inflection import relaxed
 from smriti.engine.scoring import Weights, composite, recency, seed_cluster
 from smriti.engine.when import windows
-from smriti.errors import InvalidInput, ProviderError
+from smriti.errors import ProviderError
 from smriti.logs import get_logger
 from smriti.model import (
     Association,
@@ -40,6 +39,7 @@ from smriti.model import (
 
 if TYPE_CHECKING:
     from smriti.engine.core import Engine
+    from smriti.requests import RecallRequest
 
 log = get_logger(__name__)
 
@@ -114,50 +114,28 @@ class Candidate:
     hop: int
 
 
-def recall(
-    engine: Engine,
-    query: object = None,
-    limit: object = 5,
-    mode: object = "recall",
-    memory_type: object = None,
-    *,
-    tags: object = None,
-    tag_match: object = "any",
-    since: object = None,
-    until: object = None,
-    include_superseded: object = False,
-    cursor: object = None,
-    origin: object = None,
-) -> RecallResults:
-    """Validate, then recall memories for ``query`` (list mode when it is blank).
+def recall(engine: Engine, request: RecallRequest) -> RecallResults:
+    """Recall memories as ``request`` asks (list mode when it has no query).
 
-    Every filter applies before the limit. Never fails because the embedder does: see
-    the module docstring.
+    The request was checked when it was built (``RecallRequest.parse``). Every filter
+    applies before the limit. Never fails because the embedder does: see the module
+    docstring.
     """
-    text = validation.query(query)
-    count = validation.limit(limit, engine.settings.max_recall_limit)
-    how = validation.mode(mode)
-    chosen = validation.tags(tags)
-    start, end = validation.moment(since, "since"), validation.moment(until, "until")
-    if start is not None and end is not None and start >= end:
-        raise InvalidInput(f"since ({start.isoformat()}) must be before until ({end.isoformat()})")
     filters = Listing(
-        count,
-        memory_type=validation.memory_type(memory_type),
-        tags=tuple(chosen),
-        all_tags=validation.tag_match(tag_match) == "all",
-        since=start,
-        until=end,
-        include_superseded=validation.flag(include_superseded, "include_superseded"),
-        origin=validation.origin_filter(origin),
+        request.limit,
+        memory_type=request.memory_type,
+        tags=request.tags,
+        all_tags=request.tag_match == "all",
+        since=request.since,
+        until=request.until,
+        include_superseded=request.include_superseded,
+        origin=request.origin,
     )
-    if how == "list" or text is None:
-        return list_recent(engine, filters, cursor)
-    if cursor not in (None, ""):
-        raise InvalidInput("cursor pages a list (mode=list or an empty query); drop it here")
-    if how == "search":
-        return search(engine, text, filters)
-    return associative(engine, text, filters)
+    if request.lists or request.query is None:
+        return list_recent(engine, filters, request.cursor)
+    if request.mode == "search":
+        return search(engine, request.query, filters)
+    return associative(engine, request.query, filters)
 
 
 def list_recent(engine: Engine, filters: Listing, cursor: object = None) -> RecallResults:

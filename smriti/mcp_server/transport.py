@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp import types
@@ -21,6 +21,9 @@ from pydantic import ValidationError
 from smriti.logs import get_logger
 from smriti.mcp_server.arguments import argument_problems
 from smriti.mcp_server.early import EarlyInitialize
+
+if TYPE_CHECKING:
+    from smriti.mcp_server.users import Memories
 
 log = get_logger(__name__)
 
@@ -48,6 +51,8 @@ class SmritiServer(MCPServer):
     """
 
     eof_grace: float = EOF_GRACE_SECONDS
+    #: The memory the tools serve (``smriti.mcp_server.tools.build_server`` sets it).
+    memories: Memories | None = None
 
     async def get_prompt(
         self, name: str, arguments: dict[str, Any] | None = None, context: Any = None

@@ -10,6 +10,7 @@ owner refused while stopping (``executed: false``) is always sent again.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import itertools
 import os
@@ -27,6 +28,7 @@ from smriti.owner import ops, protocol, spawn
 from smriti.owner.paths import OwnerPaths
 from smriti.owner.service import Service
 from smriti.progress import Progress, ProgressArg, progress_bar
+from smriti.requests import Request, StoreRequest
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -280,11 +282,21 @@ class RemoteService(Service):
         service._conn = conn
         return service
 
-    def call(self, op: str, args: dict[str, Any], progress: ProgressArg = None) -> Any:
-        """Run ``op`` in the owner, through its deaths (see the module docstring)."""
-        args = dict(args)
-        if op == "store" and not args.get("memory_id"):
-            args["memory_id"] = new_id()  # the same id on every attempt: stored once
+    def send(self, request: Request, progress: ProgressArg) -> Any:
+        """Run ``request`` in the owner, through its deaths (see the module docstring).
+
+        A store without an id gets one here: the same id on every attempt, so it is
+        stored once."""
+        if isinstance(request, StoreRequest) and request.memory_id is None:
+            request = dataclasses.replace(request, memory_id=new_id())
+        repeatable = type(request) in ops.REPEATABLE
+        return self._request(request.op, request.to_wire(), progress, repeatable)
+
+    def _request(
+        self, op: str, args: dict[str, Any], progress: ProgressArg, repeatable: bool
+    ) -> Any:
+        """Send ``op`` with its wire ``args``; sent again to the next owner when the
+        owner died before answering and ``repeatable`` says that is harmless."""
         for _ in range(MAX_ATTEMPTS):
             conn = self._connection()
             try:
@@ -293,19 +305,19 @@ class RemoteService(Service):
                 self._drop(conn)
             except _OwnerLost:
                 self._drop(conn)
-                if op not in ops.REPEATABLE:
+                if not repeatable:
                     raise SmritiError(
                         f"the Smriti owner process stopped while running {op}; it may "
                         f"have been partly done: check, then run it again (log: "
                         f"{self.paths.log})"
                     ) from None
                 log.warning("owner process lost; sending the request again", op=op)
-                args["repeated"] = True
+                args = {**args, "repeated": True}
         raise BackendError(f"the Smriti owner process keeps stopping; see {self.paths.log}")
 
     def owner_status(self) -> dict[str, Any] | None:
         """The owner's pid, start time and attached processes."""
-        return dict(self.call("status", {}))
+        return dict(self._request("status", {}, None, repeatable=True))
 
     def stop_owner(self) -> None:
         """Ask the owner to stop (it answers what it has first)."""

@@ -1,55 +1,79 @@
-"""The operations a Smriti process asks of a memory, by name, with JSON arguments.
+"""The operations a Smriti process asks of a memory: one handler per request type.
 
 The same table serves a process that opened the engine itself (``LocalService``) and
 the owner process answering others over its socket, so both give the same answers.
-Each operation takes the engine, its arguments and a progress factory, and returns a
-JSON-ready dict (the tool-facing shapes of ``smriti.mcp_server``).
+Each handler takes the engine, a typed request (``smriti.requests``, already checked)
+and a progress factory, and returns a JSON-ready dict (the tool-facing shapes of
+``smriti.mcp_server``).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from smriti.errors import InvalidInput, NotFound
-from smriti.model import ORIGIN_AGENT, ORIGIN_IMPORT_PREFIX
+from smriti.errors import NotFound
+from smriti.model import ORIGIN_IMPORT_PREFIX
 from smriti.progress import ProgressArg
+from smriti.requests import (
+    ClustersRequest,
+    ConsolidateRequest,
+    CorrectRequest,
+    DuplicatesRequest,
+    ExportRequest,
+    ForgetRequest,
+    GetRequest,
+    GraphRequest,
+    HashRequest,
+    HistoryRequest,
+    ImportRequest,
+    MergeRequest,
+    PurgeRequest,
+    RecallRequest,
+    ReembedRequest,
+    RelatedRequest,
+    Request,
+    StatsRequest,
+    StoreRequest,
+    SyncRequest,
+    UpdateRequest,
+)
 
 if TYPE_CHECKING:
     from smriti.engine import Engine
 
-Op = Callable[["Engine", Mapping[str, Any], ProgressArg], dict[str, Any]]
+#: A handler: the engine, one request of its type, a progress factory.
+Handler = Callable[["Engine", Any, ProgressArg], dict[str, Any]]
 #: The origin of memories a ``smriti import`` brings in (see ``import_store``).
 IMPORT_ORIGIN = ORIGIN_IMPORT_PREFIX + "smriti"
 
-#: Operations whose repetition changes nothing a user could tell (reads, a backup
+#: Requests whose repetition changes nothing a user could tell (reads, a backup
 #: push that merges, an export that rewrites its file, a store or a correction with
 #: the new memory's id fixed by the client, an update that sets the same values again,
 #: a forget that then says the memory is forgotten): sent again to a new owner when
 #: the old one died before answering.
-REPEATABLE = frozenset(
+REPEATABLE: frozenset[type[Request]] = frozenset(
     {
-        "recall",
-        "stats",
-        "sync",
-        "export",
-        "hash",
-        "store",
-        "forget",
-        "purge",
-        "status",
-        "graph",
-        "clusters",
-        "get",
-        "history",
-        "related",
-        "update",
-        "correct",
-        "duplicates",
-        "merge",
+        RecallRequest,
+        StatsRequest,
+        SyncRequest,
+        ExportRequest,
+        HashRequest,
+        StoreRequest,
+        ForgetRequest,
+        PurgeRequest,
+        GraphRequest,
+        ClustersRequest,
+        GetRequest,
+        HistoryRequest,
+        RelatedRequest,
+        UpdateRequest,
+        CorrectRequest,
+        DuplicatesRequest,
+        MergeRequest,
     }
 )
 
@@ -85,44 +109,19 @@ class _Claim:
 _claims = _Claims()
 
 
-def run(engine: Engine, op: str, args: Mapping[str, Any], progress: ProgressArg = None) -> Any:
-    """Run operation ``op``; InvalidInput for an unknown one."""
-    fn = OPS.get(op)
-    if fn is None:
-        raise InvalidInput(f"unknown operation {op!r}")
-    return fn(engine, args, progress)
+def run(engine: Engine, request: Request, progress: ProgressArg = None) -> Any:
+    """Run ``request`` on ``engine`` with the handler of its type."""
+    return HANDLERS[type(request)](engine, request, progress)
 
 
-def _store(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
-    memory_id = args.get("memory_id")
-    with _claims(str(memory_id)) if memory_id else nullcontext():
-        outcome = engine.store(
-            args.get("content"),
-            importance=args.get("importance", 0.5),
-            tags=args.get("tags"),
-            source=args.get("source"),
-            memory_id=memory_id,
-            occurred_at=args.get("occurred_at"),
-            origin=args.get("origin") or ORIGIN_AGENT,
-            principal=args.get("principal"),
-        )
-    return outcome.to_dict()
+def _store(engine: Engine, request: StoreRequest, progress: ProgressArg) -> dict[str, Any]:
+    key = request.memory_id
+    with _claims(key) if key else nullcontext():
+        return engine.store(request).to_dict()
 
 
-def _recall(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
-    results = engine.recall(
-        args.get("query"),
-        limit=args.get("limit", 5),
-        mode=args.get("mode", "recall"),
-        memory_type=args.get("memory_type"),
-        tags=args.get("tags"),
-        tag_match=args.get("tag_match", "any"),
-        since=args.get("since"),
-        until=args.get("until"),
-        include_superseded=args.get("include_superseded", False),
-        cursor=args.get("cursor"),
-        origin=args.get("origin"),
-    )
+def _recall(engine: Engine, request: RecallRequest, progress: ProgressArg) -> dict[str, Any]:
+    results = engine.recall(request)
     return {
         "results": [r.to_dict() for r in results],
         "degraded": bool(getattr(results, "degraded", False)),
@@ -131,59 +130,50 @@ def _recall(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> d
     }
 
 
-def _get(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
-    return engine.get(args.get("memory_id"))
+def _get(engine: Engine, request: GetRequest, progress: ProgressArg) -> dict[str, Any]:
+    return engine.get(request.memory_id)
 
 
-def _correct(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
-    new_id = args.get("new_id")
+def _correct(engine: Engine, request: CorrectRequest, progress: ProgressArg) -> dict[str, Any]:
+    new_id = request.new_id
     # A repeated correction (the owner died before answering) carries the same new id:
     # it waits for the first one, then gets its result instead of a second version.
-    with _claims(str(new_id)) if new_id else nullcontext():
-        return engine.correct(
-            args.get("memory_id"),
-            args.get("content"),
-            importance=args.get("importance"),
-            tags=args.get("tags"),
-            new_memory_id=new_id,
-            origin=args.get("origin"),
-            principal=args.get("principal"),
-            purge=args.get("purge", False),
-        )
+    with _claims(new_id) if new_id else nullcontext():
+        return engine.correct(request)
 
 
-def _purge(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
-    return engine.purge(args.get("memory_id"))
+def _purge(engine: Engine, request: PurgeRequest, progress: ProgressArg) -> dict[str, Any]:
+    return engine.purge(request.memory_id)
 
 
-def _history(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
-    return engine.history(args.get("memory_id"))
+def _history(engine: Engine, request: HistoryRequest, progress: ProgressArg) -> dict[str, Any]:
+    return engine.history(request.memory_id)
 
 
-def _update(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
-    return engine.update(
-        args.get("memory_id"), importance=args.get("importance"), tags=args.get("tags")
-    )
+def _update(engine: Engine, request: UpdateRequest, progress: ProgressArg) -> dict[str, Any]:
+    return engine.update(request.memory_id, importance=request.importance, tags=request.tags)
 
 
-def _related(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
-    return engine.related(args.get("memory_id"), limit=args.get("limit", 10))
+def _related(engine: Engine, request: RelatedRequest, progress: ProgressArg) -> dict[str, Any]:
+    return engine.related(request.memory_id, limit=request.limit)
 
 
-def _duplicates(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
-    return engine.duplicates(args.get("threshold"), args.get("limit"), args.get("stale_days"))
+def _duplicates(
+    engine: Engine, request: DuplicatesRequest, progress: ProgressArg
+) -> dict[str, Any]:
+    return engine.duplicates(request.threshold, request.limit, request.stale_days)
 
 
-def _merge(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
-    return engine.merge(args.get("memory_id"), args.get("memory_ids"))
+def _merge(engine: Engine, request: MergeRequest, progress: ProgressArg) -> dict[str, Any]:
+    return engine.merge(request.memory_id, list(request.memory_ids))
 
 
-def _forget(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
-    key = args.get("memory_id")
+def _forget(engine: Engine, request: ForgetRequest, progress: ProgressArg) -> dict[str, Any]:
+    key = request.memory_id
     try:
         engram = engine.forget(key)
     except NotFound:
-        if args.get("repeated") and _tombstoned(engine, key):
+        if request.repeated and _tombstoned(engine, key):
             raise NotFound(
                 f"memory {key} is forgotten, but the Smriti owner process stopped before "
                 "it could say so; nothing else was changed"
@@ -198,42 +188,44 @@ def _forget(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> d
     }
 
 
-def _tombstoned(engine: Engine, key: object) -> bool:
+def _tombstoned(engine: Engine, key: str) -> bool:
     from smriti.portable import tombstones
 
-    return isinstance(key, str) and key.strip() in tombstones.load(engine.backend)
+    return key in tombstones.load(engine.backend)
 
 
-def _consolidate(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+def _consolidate(
+    engine: Engine, request: ConsolidateRequest, progress: ProgressArg
+) -> dict[str, Any]:
     return engine.consolidate(progress).to_dict()
 
 
-def _sync(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+def _sync(engine: Engine, request: SyncRequest, progress: ProgressArg) -> dict[str, Any]:
     return engine.sync(progress).to_dict()
 
 
-def _stats(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+def _stats(engine: Engine, request: StatsRequest, progress: ProgressArg) -> dict[str, Any]:
     return engine.stats()
 
 
-def _export(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+def _export(engine: Engine, request: ExportRequest, progress: ProgressArg) -> dict[str, Any]:
     from smriti.portable import export_store
 
-    path = Path(str(args["path"]))
-    vectors = str(args.get("vectors", "base64"))
-    return export_store(engine, path, progress, vectors=vectors).to_dict()
+    path = Path(request.path)
+    return export_store(engine, path, progress, vectors=request.vectors).to_dict()
 
 
-def _import(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+def _import(engine: Engine, request: ImportRequest, progress: ProgressArg) -> dict[str, Any]:
     from smriti.portable import import_store
 
-    path = Path(str(args["path"]))
-    merge = bool(args.get("merge"))
+    path = Path(request.path)
     # Memories brought in by a user's import say so (unless their record names who said them).
-    return import_store(engine, path, progress, merge=merge, origin=IMPORT_ORIGIN).to_dict()
+    return import_store(
+        engine, path, progress, merge=request.merge, origin=IMPORT_ORIGIN
+    ).to_dict()
 
 
-def _hash(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+def _hash(engine: Engine, request: HashRequest, progress: ProgressArg) -> dict[str, Any]:
     from smriti.portable import canonical_hash
 
     return {
@@ -243,59 +235,54 @@ def _hash(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dic
     }
 
 
-def _reembed(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+def _reembed(engine: Engine, request: ReembedRequest, progress: ProgressArg) -> dict[str, Any]:
     from smriti.engine.reembed import reembed
     from smriti.progress import progress_bar
 
     with progress_bar(progress, "re-embedding") as bar:
-        report = reembed(
-            engine,
-            batch_size=int(args.get("batch_size", 256)),
-            force=bool(args.get("force")),
-            progress=bar,
-        )
+        report = reembed(engine, batch_size=request.batch_size, force=request.force, progress=bar)
     return report.to_dict()
 
 
-def _graph(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+def _graph(engine: Engine, request: GraphRequest, progress: ProgressArg) -> dict[str, Any]:
     from smriti.graphview import DEFAULT_LIMIT
     from smriti.graphview.select import select_graph
 
-    cluster = args.get("cluster")
     return select_graph(
         engine,
-        cluster=None if cluster is None else int(cluster),
-        around=str(args["around"]) if args.get("around") else None,
-        hops=int(args.get("hops", 2)),
-        limit=int(args.get("limit") or DEFAULT_LIMIT),
+        cluster=request.cluster,
+        around=request.around,
+        hops=request.hops,
+        limit=request.limit or DEFAULT_LIMIT,
     )
 
 
-def _clusters(engine: Engine, args: Mapping[str, Any], progress: ProgressArg) -> dict[str, Any]:
+def _clusters(engine: Engine, request: ClustersRequest, progress: ProgressArg) -> dict[str, Any]:
     from smriti.graphview.select import cluster_table
 
     return cluster_table(engine)
 
 
-OPS: dict[str, Op] = {
-    "store": _store,
-    "recall": _recall,
-    "forget": _forget,
-    "purge": _purge,
-    "get": _get,
-    "correct": _correct,
-    "history": _history,
-    "update": _update,
-    "related": _related,
-    "duplicates": _duplicates,
-    "merge": _merge,
-    "consolidate": _consolidate,
-    "sync": _sync,
-    "stats": _stats,
-    "export": _export,
-    "import": _import,
-    "hash": _hash,
-    "reembed": _reembed,
-    "graph": _graph,
-    "clusters": _clusters,
+#: The handler of each request type.
+HANDLERS: dict[type[Request], Handler] = {
+    StoreRequest: _store,
+    RecallRequest: _recall,
+    ForgetRequest: _forget,
+    PurgeRequest: _purge,
+    GetRequest: _get,
+    CorrectRequest: _correct,
+    HistoryRequest: _history,
+    UpdateRequest: _update,
+    RelatedRequest: _related,
+    DuplicatesRequest: _duplicates,
+    MergeRequest: _merge,
+    ConsolidateRequest: _consolidate,
+    SyncRequest: _sync,
+    StatsRequest: _stats,
+    ExportRequest: _export,
+    ImportRequest: _import,
+    HashRequest: _hash,
+    ReembedRequest: _reembed,
+    GraphRequest: _graph,
+    ClustersRequest: _clusters,
 }

@@ -30,13 +30,14 @@ from contextlib import nullcontext, suppress
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from smriti import __version__
+from smriti import __version__, requests
 from smriti.errors import BackendError, Cancelled, SmritiError
 from smriti.logs import get_logger
 from smriti.owner import ops, protocol
 from smriti.owner.paths import OwnerPaths
 from smriti.private import open_private, private_dir
 from smriti.progress import Progress
+from smriti.requests import RecallRequest
 
 if TYPE_CHECKING:
     from smriti.config import Settings
@@ -432,8 +433,10 @@ class OwnerServer:
 
         try:
             assert self.engine is not None
-            with self._recall_slots if op == "recall" else nullcontext():
-                result = ops.run(self.engine, op, args, factory)
+            # The request is checked here as at any edge: the socket carries JSON.
+            request = requests.decode(op, args, self.engine.settings)
+            with self._recall_slots if op == RecallRequest.op else nullcontext():
+                result = ops.run(self.engine, request, factory)
             self._answer(client, {"id": key, "result": result})
         except Cancelled as exc:
             log.warning("operation stopped: its process left", op=op, by_pid=client.pid)
