@@ -41,9 +41,12 @@ def recall_streams(
 ) -> dict[str, Any]:
     """``streams`` threads recalling for ``seconds``, each with its own memory from
     ``make``; total recalls per second and latency."""
+    from smriti.requests import RecallRequest
+
+    asks = [RecallRequest.parse(q, limit=10, max_limit=10) for q in queries]
     memories = [make() for _ in range(streams)]
     for memory in memories:  # warm: caches, prepared statements, connections
-        memory.recall(queries[0], limit=10)
+        memory.run(asks[0])
     latencies: list[list[float]] = [[] for _ in range(streams)]
     stop = time.perf_counter() + seconds
 
@@ -51,7 +54,7 @@ def recall_streams(
         i = n
         while time.perf_counter() < stop:
             started = time.perf_counter()
-            memories[n].recall(queries[i % len(queries)], limit=10)
+            memories[n].run(asks[i % len(asks)])
             latencies[n].append(time.perf_counter() - started)
             i += streams
 
@@ -118,8 +121,8 @@ class _Shared:
     def __init__(self, inner: Any) -> None:
         self.inner = inner
 
-    def recall(self, *a: Any, **k: Any) -> Any:
-        return self.inner.recall(*a, **k)
+    def run(self, *a: Any, **k: Any) -> Any:
+        return self.inner.run(*a, **k)
 
     def close(self) -> None:
         return None
