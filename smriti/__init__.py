@@ -24,20 +24,34 @@ from smriti.errors import (
 
 if TYPE_CHECKING:
     from smriti.backend import EngramStats, StorageBackend, StoredMemory
-    from smriti.backup import BackupProvider, SyncReport
+    from smriti.backup import BackupProvider, Fetched, SnapshotConflict, SyncReport
     from smriti.clustering import Clusterer, ClusterResult
     from smriti.embedding import Embedder
     from smriti.extraction import CueExtractor
+    from smriti.logs import get_logger
+    from smriti.model import CUE_TYPES, MEMORY_TYPES, CueRef, Extraction
+    from smriti.portable.scrub import scrub
+    from smriti.progress import Progress
 
 # The base classes pull in numpy; import them on first use so `smriti --help` and
 # plugin entry modules stay fast.
 _LAZY = {
     "BackupProvider": "smriti.backup",
     "SyncReport": "smriti.backup",
+    "Fetched": "smriti.backup",
+    "SnapshotConflict": "smriti.backup",
+    # A backup provider scrubs purged memories out of the snapshots it keeps.
+    "scrub": "smriti.portable.scrub",
     "Clusterer": "smriti.clustering",
     "ClusterResult": "smriti.clustering",
     "Embedder": "smriti.embedding",
     "CueExtractor": "smriti.extraction",
+    "CueRef": "smriti.model",
+    "Extraction": "smriti.model",
+    "CUE_TYPES": "smriti.model",
+    "MEMORY_TYPES": "smriti.model",
+    "get_logger": "smriti.logs",
+    "Progress": "smriti.progress",
     "EngramStats": "smriti.backend",
     "StorageBackend": "smriti.backend",
     "StoredMemory": "smriti.backend",
@@ -55,6 +69,8 @@ hookimpl = pluggy.HookimplMarker("smriti")
 __version__ = "0.1.0"
 
 __all__ = [
+    "CUE_TYPES",
+    "MEMORY_TYPES",
     "BackendError",
     "BackupError",
     "BackupProvider",
@@ -62,18 +78,25 @@ __all__ = [
     "Clusterer",
     "ConfigError",
     "CueExtractor",
+    "CueRef",
     "DuplicatePluginError",
     "Embedder",
     "EngramStats",
+    "Extraction",
+    "Fetched",
     "InvalidInput",
     "NotFound",
     "PluginError",
+    "Progress",
     "ProviderError",
     "SmritiError",
+    "SnapshotConflict",
     "StorageBackend",
     "StoreLockedError",
     "StoredMemory",
     "SyncReport",
     "UnknownBackendError",
+    "get_logger",
     "hookimpl",
+    "scrub",
 ]

@@ -45,18 +45,16 @@ from smriti.backend.text import (
 )
 from smriti.errors import BackendError, StorageFullError, StoreLockedError
 from smriti.model import (
-    CUE_TYPES,
-    MEMORY_TYPES,
     Association,
     CoOccurrence,
     Cue,
-    CueRef,
     Engram,
     EngramUpdate,
-    Extraction,
     Link,
     as_vector,
+    clamp01,
     normalise_cue_name,
+    origin_matches,
     utcnow,
 )
 from smriti.private import PRIVATE_UMASK, copy_private, make_private, open_private, private_dir
@@ -76,8 +74,6 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "CUE_TYPES",
-    "MEMORY_TYPES",
     "PRIVATE_UMASK",
     "STOPWORDS",
     "Association",
@@ -85,13 +81,11 @@ __all__ = [
     "CoOccurrence",
     "Cue",
     "CueMatch",
-    "CueRef",
     "DeferredWrites",
     "Engram",
     "EngramStats",
     "EngramUpdate",
     "Expand",
-    "Extraction",
     "Link",
     "ListKey",
     "Listing",
@@ -106,6 +100,7 @@ __all__ = [
     "WriteGate",
     "as_vector",
     "batched",
+    "clamp01",
     "copy_private",
     "cosine_top_k",
     "document_terms",
@@ -116,6 +111,7 @@ __all__ = [
     "make_private",
     "normalise_cue_name",
     "open_private",
+    "origin_matches",
     "private_dir",
     "stem",
     "terms",

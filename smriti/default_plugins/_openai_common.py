@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from smriti.errors import ProviderError
-from smriti.logs import get_logger
+from smriti import ProviderError, get_logger
 
 if TYPE_CHECKING:
     from openai import OpenAI

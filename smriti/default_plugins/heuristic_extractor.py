@@ -9,11 +9,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from smriti import hookimpl
+from smriti import CueExtractor, CueRef, Extraction, hookimpl
 from smriti.backend import STOPWORDS, stem, terms
 from smriti.config import Settings
-from smriti.extraction import CueExtractor
-from smriti.model import CueRef, Extraction
 
 MAX_CUES = 10
 SUMMARY_CHARS = 240

@@ -19,8 +19,7 @@ import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from smriti import hookimpl
-from smriti.clustering import Clusterer, ClusterResult
+from smriti import Clusterer, ClusterResult, hookimpl
 from smriti.config import Settings
 
 SEED = 42

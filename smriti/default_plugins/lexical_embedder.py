@@ -16,10 +16,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from smriti import hookimpl
+from smriti import Embedder, hookimpl
 from smriti.backend import terms
 from smriti.config import Settings
-from smriti.embedding import Embedder
 
 DIMS = 384
 TRIGRAM_WEIGHT = 0.35

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from smriti import hookimpl
-from smriti.backup import BackupProvider, SyncReport
+from smriti import BackupProvider, SyncReport, hookimpl
 
 
 class NoBackup(BackupProvider):

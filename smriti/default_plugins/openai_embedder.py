@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from smriti import ConfigError, Embedder, ProviderError, get_logger
 from smriti.default_plugins._openai_common import (
     PLACEHOLDER_KEY,
     LazyClient,
@@ -21,9 +22,6 @@ from smriti.default_plugins._openai_common import (
     call_with_retries,
     safe_url,
 )
-from smriti.embedding import Embedder
-from smriti.errors import ConfigError, ProviderError
-from smriti.logs import get_logger
 
 if TYPE_CHECKING:
     from openai import OpenAI

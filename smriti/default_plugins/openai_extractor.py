@@ -15,6 +15,16 @@ import re
 import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from smriti import (
+    CUE_TYPES,
+    MEMORY_TYPES,
+    ConfigError,
+    CueExtractor,
+    CueRef,
+    Extraction,
+    ProviderError,
+    get_logger,
+)
 from smriti.default_plugins._openai_common import (
     DEFAULT_LLM_BASE_URL,
     PLACEHOLDER_KEY,
@@ -25,10 +35,6 @@ from smriti.default_plugins._openai_common import (
     redact,
     safe_url,
 )
-from smriti.errors import ConfigError, ProviderError
-from smriti.extraction import CueExtractor
-from smriti.logs import get_logger
-from smriti.model import CUE_TYPES, MEMORY_TYPES, CueRef, Extraction
 
 if TYPE_CHECKING:
     from openai import OpenAI

@@ -6,11 +6,9 @@ OpenAI-compatible server. The ``openai`` package is imported only when a request
 
 from __future__ import annotations
 
-from smriti import hookimpl
+from smriti import CueExtractor, Embedder, hookimpl
 from smriti.default_plugins.openai_embedder import OpenAIEmbedder
 from smriti.default_plugins.openai_extractor import OpenAICueExtractor
-from smriti.embedding import Embedder
-from smriti.extraction import CueExtractor
 
 __all__ = ["OpenAICueExtractor", "OpenAIEmbedder"]
 

@@ -20,11 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from smriti.backend import document_terms, text_terms
+from smriti.backend import Association, Engram, Link, document_terms, text_terms
 from smriti.index.packed import LazyMap, Packed
 from smriti.index.ranking import TopByImportance
 from smriti.index.text import TextIndex
-from smriti.model import Association, Engram, Link
 
 #: Engram fields kept per row, in this order (the embedding lives in the vector cache).
 FIELDS = (

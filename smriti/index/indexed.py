@@ -42,9 +42,16 @@ from typing import Any
 
 import numpy as np
 
+from smriti import get_logger
 from smriti.backend import (
+    Association,
+    CoOccurrence,
+    Cue,
+    Engram,
     EngramStats,
+    EngramUpdate,
     Expand,
+    Link,
     Listing,
     Neighbourhood,
     Seeds,
@@ -52,12 +59,11 @@ from smriti.backend import (
     StorageBackend,
     StoredMemory,
     joined,
+    utcnow,
 )
 from smriti.index import heap, snapshot
 from smriti.index.budget import BUDGET
 from smriti.index.working_set import UPDATED, WorkingSet
-from smriti.logs import get_logger
-from smriti.model import Association, CoOccurrence, Cue, Engram, EngramUpdate, Link, utcnow
 
 log = get_logger(__name__)
 

@@ -32,11 +32,10 @@ from typing import Any
 
 import numpy as np
 
+from smriti.backend import Cue, make_private, normalise_cue_name, open_private, private_dir
 from smriti.backend.rows import UnitRows, npy_rows
 from smriti.index.graph import FIELDS, POS, Facets
 from smriti.index.working_set import WorkingSet
-from smriti.model import Cue, normalise_cue_name
-from smriti.private import make_private, open_private, private_dir
 
 #: The store's metadata key holding the stamp of the snapshot that matches it.
 STAMP_KEY = "working_set.snapshot"

@@ -19,28 +19,26 @@ from datetime import UTC, datetime
 import numpy as np
 
 from smriti.backend import (
+    Association,
+    Cue,
     CueMatch,
+    Engram,
     EngramStats,
+    EngramUpdate,
     Expand,
+    Link,
     Listing,
     Neighbourhood,
     Seeds,
     Seek,
     StoredMemory,
     VectorCache,
-)
-from smriti.index.graph import POS, Facets, Graph, utc
-from smriti.index.recency import RecencyOrder, order_key
-from smriti.model import (
-    Association,
-    Cue,
-    Engram,
-    EngramUpdate,
-    Link,
     normalise_cue_name,
     origin_matches,
     utcnow,
 )
+from smriti.index.graph import POS, Facets, Graph, utc
+from smriti.index.recency import RecencyOrder, order_key
 
 #: The EngramUpdate fields, in the order they are applied.
 UPDATED = (

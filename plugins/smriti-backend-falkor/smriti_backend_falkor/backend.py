@@ -21,10 +21,18 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from smriti import get_logger
 from smriti.backend import (
+    Association,
+    BackendError,
+    CoOccurrence,
+    Cue,
     DeferredWrites,
+    Engram,
     EngramStats,
+    EngramUpdate,
     Expand,
+    Link,
     Listing,
     Neighbourhood,
     Seeds,
@@ -32,16 +40,6 @@ from smriti.backend import (
     StorageBackend,
     StoredMemory,
     batched,
-)
-from smriti.errors import BackendError
-from smriti.logs import get_logger
-from smriti.model import (
-    Association,
-    CoOccurrence,
-    Cue,
-    Engram,
-    EngramUpdate,
-    Link,
     normalise_cue_name,
     utcnow,
 )

@@ -10,8 +10,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from smriti.errors import BackendError, ConfigError
-from smriti.logs import get_logger
+from smriti import ConfigError, get_logger
+from smriti.backend import BackendError
 
 log = get_logger(__name__)
 

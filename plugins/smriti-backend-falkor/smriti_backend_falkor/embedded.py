@@ -17,9 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from smriti.errors import BackendError
-from smriti.logs import get_logger
-from smriti.private import private_dir
+from smriti import get_logger
+from smriti.backend import BackendError, private_dir
 from smriti_backend_falkor.backend import FalkorBackend
 from smriti_backend_falkor.connection import connect
 

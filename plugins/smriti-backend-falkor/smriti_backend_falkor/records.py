@@ -16,8 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from smriti.backend import STOPWORDS, EngramStats
-from smriti.model import Association, Cue, Engram, normalise_cue_name
+from smriti.backend import STOPWORDS, Association, Cue, Engram, EngramStats, normalise_cue_name
 
 _TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 #: What :func:`parse_ts` makes of a missing timestamp, as stored: statements that sort

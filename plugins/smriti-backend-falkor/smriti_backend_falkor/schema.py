@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from smriti.errors import BackendError
-from smriti.logs import get_logger
+from smriti import get_logger
+from smriti.backend import BackendError
 from smriti_backend_falkor import queries as Q
 
 log = get_logger(__name__)

@@ -18,8 +18,17 @@ from typing import Any, Literal
 
 import numpy as np
 
-from smriti.backend import CueMatch, Expand, Neighbourhood, Seeds, Seek, unit
-from smriti.model import Association, Link, normalise_cue_name
+from smriti.backend import (
+    Association,
+    CueMatch,
+    Expand,
+    Link,
+    Neighbourhood,
+    Seeds,
+    Seek,
+    normalise_cue_name,
+    unit,
+)
 from smriti_backend_falkor import queries as Q
 from smriti_backend_falkor.records import FloatList, association_from, fulltext_query, vector
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from smriti.errors import ConfigError
+from smriti import ConfigError
 
 if TYPE_CHECKING:
     from smriti_backend_falkor.backend import FalkorBackend

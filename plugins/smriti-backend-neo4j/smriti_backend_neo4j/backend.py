@@ -31,9 +31,16 @@ import numpy as np
 import structlog
 
 from smriti.backend import (
+    Association,
+    BackendError,
+    CoOccurrence,
+    Cue,
     DeferredWrites,
+    Engram,
     EngramStats,
+    EngramUpdate,
     Expand,
+    Link,
     Listing,
     Neighbourhood,
     Seeds,
@@ -42,15 +49,6 @@ from smriti.backend import (
     StoredMemory,
     batched,
     joined,
-)
-from smriti.errors import BackendError
-from smriti.model import (
-    Association,
-    CoOccurrence,
-    Cue,
-    Engram,
-    EngramUpdate,
-    Link,
     normalise_cue_name,
     utcnow,
 )

@@ -28,8 +28,16 @@ from typing import Any
 
 import numpy as np
 
-from smriti.backend import CueMatch, Expand, Neighbourhood, Seeds, Seek, cosine_top_k
-from smriti.model import Association, Link
+from smriti.backend import (
+    Association,
+    CueMatch,
+    Expand,
+    Link,
+    Neighbourhood,
+    Seeds,
+    Seek,
+    cosine_top_k,
+)
 from smriti_backend_neo4j.cypher import ENGRAM_TEXT_INDEX, engram_map
 from smriti_backend_neo4j.records import association_from, lucene_query, vector_from, vector_param
 

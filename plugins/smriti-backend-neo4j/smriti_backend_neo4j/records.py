@@ -13,11 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from smriti.backend import STOPWORDS, EngramStats
-from smriti.model import (
+from smriti.backend import (
+    STOPWORDS,
     Association,
     Cue,
     Engram,
+    EngramStats,
     EngramUpdate,
     clamp01,
     normalise_cue_name,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from smriti.errors import ConfigError
+from smriti import ConfigError
 
 if TYPE_CHECKING:
     from smriti_backend_neo4j.backend import Neo4jBackend

@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from smriti.errors import BackupError
-from smriti.private import PRIVATE_UMASK
+from smriti import BackupError
+from smriti.backend import PRIVATE_UMASK
 
 #: ``scheme://userinfo@`` → ``scheme://***@`` (tokens, passwords, user names).
 _USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@")

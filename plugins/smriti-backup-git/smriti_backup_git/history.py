@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from smriti.portable.scrub import scrub
+from smriti import scrub
 from smriti_backup_git.git import Git
 
 #: ``git log`` fields of a commit, NUL-separated (dates raw: seconds and zone).

@@ -31,11 +31,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from smriti.backup import BackupProvider, Fetched, SnapshotConflict, SyncReport
-from smriti.errors import BackupError, ConfigError
-from smriti.logs import get_logger
-from smriti.model import utcnow
-from smriti.private import copy_private, private_dir
+from smriti import (
+    BackupError,
+    BackupProvider,
+    ConfigError,
+    Fetched,
+    SnapshotConflict,
+    SyncReport,
+    get_logger,
+)
+from smriti.backend import copy_private, private_dir, utcnow
 from smriti_backup_git import history
 from smriti_backup_git.git import Git, redact
 

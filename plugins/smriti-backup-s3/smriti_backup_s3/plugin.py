@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from smriti import hookimpl
 
 if TYPE_CHECKING:
-    from smriti.backup import BackupProvider
+    from smriti import BackupProvider
 
 
 @hookimpl

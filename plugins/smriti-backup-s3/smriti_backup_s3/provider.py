@@ -29,10 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from smriti.backup import BackupProvider, Fetched, SnapshotConflict, SyncReport
-from smriti.errors import BackupError
-from smriti.logs import get_logger
-from smriti.private import open_private, private_dir
+from smriti import BackupError, BackupProvider, Fetched, SnapshotConflict, SyncReport, get_logger
+from smriti.backend import open_private, private_dir
 
 if TYPE_CHECKING:
     from smriti.config import Settings
@@ -197,7 +195,7 @@ class S3Backup(BackupProvider):
 
     def _scrub_current(self, key: str, ids: list[str]) -> bool:
         """Replace the current snapshot by its scrubbed text when it holds ``ids``."""
-        from smriti.portable.scrub import scrub
+        from smriti import scrub
 
         try:
             got = self.client.get_object(Bucket=self.bucket, Key=key)

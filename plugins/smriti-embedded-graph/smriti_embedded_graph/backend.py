@@ -28,11 +28,16 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from smriti import index
-from smriti.backend import StorageBackend, VectorCache, WriteGate
-from smriti.errors import BackendError, StorageFullError, StoreLockedError
-from smriti.logs import get_logger
-from smriti.private import private_dir
+from smriti import get_logger, index
+from smriti.backend import (
+    BackendError,
+    StorageBackend,
+    StorageFullError,
+    StoreLockedError,
+    VectorCache,
+    WriteGate,
+    private_dir,
+)
 from smriti_embedded_graph import durability, schema
 from smriti_embedded_graph.codec import CUE_FIELDS, cue_from_row, vec_out
 from smriti_embedded_graph.cooccurs import CoOccursMixin
@@ -43,8 +48,8 @@ from smriti_embedded_graph.writebehind import WriteBehindMixin
 from smriti_embedded_graph.writes import WritesMixin
 
 if TYPE_CHECKING:
+    from smriti.backend import Cue
     from smriti.config import Settings
-    from smriti.model import Cue
 
 log = get_logger(__name__)
 #: The largest a store may grow. Kùzu reserves this much address space per open store

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from smriti.model import Association, Cue, Engram, as_vector
+from smriti.backend import Association, Cue, Engram, as_vector
 
 ENGRAM_FIELDS = (
     "e.id, e.content, e.summary, e.memory_type, e.importance, e.access_count, "

@@ -23,8 +23,8 @@ from collections.abc import Iterable
 from itertools import permutations
 from typing import TYPE_CHECKING, Any
 
+from smriti import get_logger
 from smriti.backend import batched
-from smriti.logs import get_logger
 from smriti_embedded_graph import durability
 
 if TYPE_CHECKING:

@@ -36,9 +36,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from smriti.errors import BackendError, StorageFullError
-from smriti.logs import get_logger
-from smriti.private import open_private
+from smriti import get_logger
+from smriti.backend import BackendError, StorageFullError, open_private
 
 log = get_logger(__name__)
 

@@ -29,9 +29,8 @@ from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from smriti.errors import BackendError
-from smriti.logs import get_logger
-from smriti.private import private_dir
+from smriti import get_logger
+from smriti.backend import BackendError, private_dir
 from smriti_embedded_graph import durability
 
 if TYPE_CHECKING:

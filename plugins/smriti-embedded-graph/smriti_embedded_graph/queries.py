@@ -18,8 +18,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from smriti.backend import EngramStats, Listing, cosine_top_k, listing_sorted, unit
-from smriti.model import Association, CoOccurrence, Cue, Engram, Link, normalise_cue_name
+from smriti.backend import (
+    Association,
+    CoOccurrence,
+    Cue,
+    Engram,
+    EngramStats,
+    Link,
+    Listing,
+    cosine_top_k,
+    listing_sorted,
+    normalise_cue_name,
+    unit,
+)
 from smriti_embedded_graph.codec import (
     ASSOC_FIELDS,
     CUE_FIELDS,

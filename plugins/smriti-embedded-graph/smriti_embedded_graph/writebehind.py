@@ -39,9 +39,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from smriti.errors import BackendError
-from smriti.logs import get_logger
-from smriti.private import open_private
+from smriti import get_logger
+from smriti.backend import BackendError, open_private
 from smriti_embedded_graph import cooccurs, durability
 
 if TYPE_CHECKING:

@@ -22,17 +22,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from smriti.backend import StoredMemory, batched
-from smriti.errors import BackendError
-from smriti.logs import get_logger
-from smriti.model import (
+from smriti import get_logger
+from smriti.backend import (
     Association,
+    BackendError,
     CoOccurrence,
     Cue,
     Engram,
     EngramUpdate,
     Link,
+    StoredMemory,
     as_vector,
+    batched,
     normalise_cue_name,
     utcnow,
 )

@@ -24,10 +24,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from smriti.embedding import Embedder
-from smriti.errors import ConfigError, ProviderError
-from smriti.logs import get_logger
-from smriti.progress import Progress
+from smriti import ConfigError, Embedder, Progress, ProviderError, get_logger
 from smriti_embedder_local.pinned import ModelSpec, ModelUnavailable, ensure_cached, record_error
 
 log = get_logger(__name__)

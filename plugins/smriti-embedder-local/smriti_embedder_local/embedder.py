@@ -16,9 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from smriti.embedding import Embedder
-from smriti.errors import ConfigError, ProviderError
-from smriti.logs import get_logger
+from smriti import ConfigError, Embedder, ProviderError, get_logger
 from smriti_embedder_local.deferred import (
     DEFAULT_TIMEOUT,
     TIMEOUT_VARIABLE,

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from smriti.errors import ConfigError
+from smriti import ConfigError
 
 DEFAULT_MAX_LENGTH = 256
 ONNX_CANDIDATES = (

@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from smriti.errors import ConfigError
-from smriti.logs import get_logger
+from smriti import ConfigError, get_logger
 from smriti_embedder_local.model_files import ModelFiles
 
 log = get_logger(__name__)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from smriti import hookimpl
-from smriti.embedding import Embedder
+from smriti import Embedder, hookimpl
 
 
 @hookimpl

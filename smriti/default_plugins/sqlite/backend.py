@@ -22,8 +22,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from smriti.backend import (
+    Association,
+    CoOccurrence,
+    Cue,
+    Engram,
     EngramStats,
+    EngramUpdate,
     Expand,
+    Link,
     Listing,
     Neighbourhood,
     Seeds,
@@ -36,7 +42,6 @@ from smriti.default_plugins.sqlite.database import Database
 from smriti.default_plugins.sqlite.reads import Reader
 from smriti.default_plugins.sqlite.vectors import VectorTable
 from smriti.default_plugins.sqlite.writes import Writer
-from smriti.model import Association, CoOccurrence, Cue, Engram, EngramUpdate, Link
 
 if TYPE_CHECKING:
     from smriti.config import Settings

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from smriti.model import Association, Cue, Engram, as_vector
+from smriti.backend import Association, Cue, Engram, as_vector
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

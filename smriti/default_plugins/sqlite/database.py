@@ -15,10 +15,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from smriti import get_logger
+from smriti.backend import BackendError, StorageFullError, StoreLockedError, private_dir
 from smriti.default_plugins.sqlite import schema
-from smriti.errors import BackendError, StorageFullError, StoreLockedError
-from smriti.logs import get_logger
-from smriti.private import private_dir
 
 log = get_logger(__name__)
 

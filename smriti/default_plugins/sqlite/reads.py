@@ -15,14 +15,20 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from smriti.backend import (
+    Association,
+    CoOccurrence,
+    Cue,
     CueMatch,
+    Engram,
     EngramStats,
     Expand,
+    Link,
     Listing,
     Neighbourhood,
     Seeds,
     Seek,
     batched,
+    normalise_cue_name,
 )
 from smriti.default_plugins.sqlite import lexical
 from smriti.default_plugins.sqlite.codec import (
@@ -37,7 +43,6 @@ from smriti.default_plugins.sqlite.codec import (
 )
 from smriti.default_plugins.sqlite.database import Database
 from smriti.default_plugins.sqlite.vectors import VectorTable
-from smriti.model import Association, CoOccurrence, Cue, Engram, Link, normalise_cue_name
 
 CHUNK = 500
 PAGE = 1000

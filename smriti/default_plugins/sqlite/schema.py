@@ -18,7 +18,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-from smriti.errors import BackendError
+from smriti.backend import BackendError
 
 #: "Smri" in ASCII: marks a file as a Smriti store.
 APPLICATION_ID = 0x536D7269

@@ -13,7 +13,20 @@ import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from smriti.backend import StoredMemory, batched
+from smriti.backend import (
+    Association,
+    BackendError,
+    CoOccurrence,
+    Cue,
+    Engram,
+    EngramUpdate,
+    Link,
+    StoredMemory,
+    as_vector,
+    batched,
+    normalise_cue_name,
+    utcnow,
+)
 from smriti.default_plugins.sqlite.codec import (
     CUE_COLUMNS,
     ENGRAM_COLUMNS,
@@ -26,18 +39,6 @@ from smriti.default_plugins.sqlite.codec import (
 )
 from smriti.default_plugins.sqlite.database import Database
 from smriti.default_plugins.sqlite.lexical import document_terms, write_postings
-from smriti.errors import BackendError
-from smriti.model import (
-    Association,
-    CoOccurrence,
-    Cue,
-    Engram,
-    EngramUpdate,
-    Link,
-    as_vector,
-    normalise_cue_name,
-    utcnow,
-)
 
 #: Ids per ``IN (...)`` list (well under SQLite's variable limit).
 CHUNK = 500
