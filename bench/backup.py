@@ -56,9 +56,11 @@ def make_engine(home: Path, **overrides: Any) -> Engine:
         "backup_sync_interval": 0,
         "embedder": "lexical",
         "cue_extractor": "heuristic",
-        **overrides,
+        **{k: v for k, v in overrides.items() if not k.isupper()},
     }
-    return Engine.from_settings(Settings.from_env({}, **values), pm)
+    # The plugins' own settings (upper case: GIT_BASE_URL, S3_*) come from the environment.
+    env = {k: v for k, v in overrides.items() if k.isupper()}
+    return Engine.from_settings(Settings.from_env(env, **values), pm)
 
 
 def populate(home: Path, n: int) -> dict[str, Any]:
@@ -150,7 +152,7 @@ def bench_provider(
 def git_overrides(work: Path) -> tuple[dict[str, Any], Any]:
     remote = work / "remote.git"
     subprocess.run(["git", "init", "--quiet", "--bare", str(remote)], check=True)
-    return {"backup_type": "git", "git_base_url": str(remote)}, lambda: dir_bytes(remote)
+    return {"backup_type": "git", "GIT_BASE_URL": str(remote)}, lambda: dir_bytes(remote)
 
 
 def s3_overrides(bucket: str = "smriti-bench") -> tuple[dict[str, Any], Any, Any]:
@@ -163,7 +165,7 @@ def s3_overrides(bucket: str = "smriti-bench") -> tuple[dict[str, Any], Any, Any
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     url = f"http://127.0.0.1:{port}"
-    creds = {"s3_access_key": "bench", "s3_secret_key": "bench", "s3_region": "us-east-1"}
+    creds = {"S3_ACCESS_KEY": "bench", "S3_SECRET_KEY": "bench", "S3_REGION": "us-east-1"}
     client = boto3.client(
         "s3",
         endpoint_url=url,
@@ -176,7 +178,7 @@ def s3_overrides(bucket: str = "smriti-bench") -> tuple[dict[str, Any], Any, Any
         pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket)
         return sum(o["Size"] for page in pages for o in page.get("Contents", []))
 
-    overrides = {"backup_type": "s3", "s3_endpoint": url, "s3_bucket": bucket, **creds}
+    overrides = {"backup_type": "s3", "S3_ENDPOINT": url, "S3_BUCKET": bucket, **creds}
     return overrides, size, server
 
 

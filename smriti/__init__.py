@@ -21,11 +21,13 @@ from smriti.errors import (
     StoreLockedError,
     UnknownBackendError,
 )
+from smriti.setting import Setting
 
 if TYPE_CHECKING:
     from smriti.backend import EngramStats, StorageBackend, StoredMemory
     from smriti.backup import BackupProvider, Fetched, SnapshotConflict, SyncReport
     from smriti.clustering import Clusterer, ClusterResult
+    from smriti.doctor.checks import Check as DoctorCheck
     from smriti.embedding import Embedder
     from smriti.extraction import CueExtractor
     from smriti.logs import get_logger
@@ -52,15 +54,20 @@ _LAZY = {
     "MEMORY_TYPES": "smriti.model",
     "get_logger": "smriti.logs",
     "Progress": "smriti.progress",
+    "DoctorCheck": "smriti.doctor.checks",
     "EngramStats": "smriti.backend",
     "StorageBackend": "smriti.backend",
     "StoredMemory": "smriti.backend",
 }
 
 
+#: Public names whose class has another name in its module.
+_RENAMED = {"DoctorCheck": "Check"}
+
+
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        return getattr(import_module(_LAZY[name]), name)
+        return getattr(import_module(_LAZY[name]), _RENAMED.get(name, name))
     raise AttributeError(f"module 'smriti' has no attribute {name!r}")
 
 
@@ -79,6 +86,7 @@ __all__ = [
     "ConfigError",
     "CueExtractor",
     "CueRef",
+    "DoctorCheck",
     "DuplicatePluginError",
     "Embedder",
     "EngramStats",
@@ -89,6 +97,7 @@ __all__ = [
     "PluginError",
     "Progress",
     "ProviderError",
+    "Setting",
     "SmritiError",
     "SnapshotConflict",
     "StorageBackend",

@@ -7,29 +7,26 @@ accepts. Secrets are excluded from ``repr`` and from ``Settings.public()``.
 from __future__ import annotations
 
 import getpass
-import math
 import os
 import re
 import unicodedata
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from smriti.errors import ConfigError
+from smriti.setting import Setting
+from smriti.setting import choice as _choice
+from smriti.setting import integer as _int
+from smriti.setting import number as _float
+from smriti.setting import text as _str
+from smriti.setting import url as _url
 
 #: A canonical user name (see ``canonical_user``): ASCII, lower case.
 USER_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
-SECRET_FIELDS = frozenset(
-    {
-        "llm_api_key",
-        "embedding_api_key",
-        "s3_access_key",
-        "s3_secret_key",
-        "neo4j_password",
-        "falkor_password",
-    }
-)
+#: The core's secret settings; a plugin marks its own (``Setting.secret``).
+SECRET_FIELDS = frozenset({"llm_api_key", "embedding_api_key"})
 
 
 def canonical_user(name: str) -> str:
@@ -86,36 +83,6 @@ def _check_blank_user(environ: Mapping[str, str], overrides: Mapping[str, Any]) 
         )
 
 
-def _str(name: str, raw: str) -> str:
-    return raw.strip()
-
-
-def _int(lo: int, hi: int) -> Callable[[str, str], int]:
-    def parse(name: str, raw: str) -> int:
-        try:
-            value = int(raw.strip())
-        except ValueError:
-            raise ConfigError(f"{name}={raw!r} is not an integer (allowed: {lo}..{hi})") from None
-        if not lo <= value <= hi:
-            raise ConfigError(f"{name}={value} is out of range (allowed: {lo}..{hi})")
-        return value
-
-    return parse
-
-
-def _float(lo: float, hi: float) -> Callable[[str, str], float]:
-    def parse(name: str, raw: str) -> float:
-        try:
-            value = float(raw.strip())
-        except ValueError:
-            raise ConfigError(f"{name}={raw!r} is not a number (allowed: {lo}..{hi})") from None
-        if math.isnan(value) or not lo <= value <= hi:
-            raise ConfigError(f"{name}={raw.strip()} is out of range (allowed: {lo}..{hi})")
-        return value
-
-    return parse
-
-
 def _float_or_off(lo: float, hi: float) -> Callable[[str, str], float | None]:
     inner = _float(lo, hi)
 
@@ -130,27 +97,10 @@ def _float_or_off(lo: float, hi: float) -> Callable[[str, str], float | None]:
     return parse
 
 
-def _choice(*allowed: str) -> Callable[[str, str], str]:
-    def parse(name: str, raw: str) -> str:
-        value = raw.strip().lower()
-        if value not in allowed:
-            raise ConfigError(f"{name}={raw!r} is invalid (allowed: {', '.join(allowed)})")
-        return value
-
-    return parse
-
-
 def _name(name: str, raw: str) -> str:
     value = raw.strip().lower()
     if not re.fullmatch(r"[a-z0-9][a-z0-9_.-]{0,63}", value):
         raise ConfigError(f"{name}={raw!r} is not a plugin name (letters, digits, '-', '_', '.')")
-    return value
-
-
-def _url(name: str, raw: str) -> str:
-    value = raw.strip()
-    if value and not re.match(r"^[a-z][a-z0-9+.-]*://", value):
-        raise ConfigError(f"{name}={raw!r} is not a URL (expected scheme://host...)")
     return value
 
 
@@ -166,24 +116,6 @@ def _user(name: str, raw: str) -> str:
 
 def _dims(name: str, raw: str) -> int | None:
     return None if not raw.strip() else _int(1, 65536)(name, raw)
-
-
-def _bucket(name: str, raw: str) -> str:
-    value = raw.strip()
-    ok = re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", value) and ".." not in value
-    if not ok or re.fullmatch(r"\d+\.\d+\.\d+\.\d+", value):
-        raise ConfigError(
-            f"{name}={raw!r} is not a valid S3 bucket name (3-63 lower-case letters, "
-            "digits, '-' or '.', starting and ending with a letter or digit)"
-        )
-    return value
-
-
-def _addr(name: str, raw: str) -> str:
-    value = raw.strip()
-    if not re.fullmatch(r"[^\s:/]+:\d{1,5}", value) or not 0 < int(value.rsplit(":", 1)[1]) < 65536:
-        raise ConfigError(f"{name}={raw!r} is not host:port")
-    return value
 
 
 def _scope(name: str, raw: str) -> str:
@@ -262,47 +194,10 @@ class Settings:
     cue_extractor: str = field(
         default="auto", metadata={"env": "SMRITI_CUE_EXTRACTOR", "parse": _name}
     )
-    local_model_path: str = field(default="", metadata={"env": "SMRITI_LOCAL_MODEL", "parse": _str})
-
     backup_type: str = field(default="none", metadata={"env": "BACKUP_TYPE", "parse": _name})
     backup_sync_interval: int = field(
         default=60, metadata={"env": "BACKUP_SYNC_INTERVAL", "parse": _int(0, 10**7)}
     )
-    git_base_url: str = field(default="", metadata={"env": "GIT_BASE_URL", "parse": _str})
-    s3_endpoint: str = field(default="", metadata={"env": "S3_ENDPOINT", "parse": _url})
-    s3_region: str = field(default="", metadata={"env": "S3_REGION", "parse": _str})
-    s3_access_key: str = field(
-        default="", repr=False, metadata={"env": "S3_ACCESS_KEY", "parse": _str}
-    )
-    s3_secret_key: str = field(
-        default="", repr=False, metadata={"env": "S3_SECRET_KEY", "parse": _str}
-    )
-    s3_bucket: str = field(default="smriti-memory", metadata={"env": "S3_BUCKET", "parse": _bucket})
-
-    neo4j_uri: str = field(
-        default="bolt://localhost:7687", metadata={"env": "NEO4J_URI", "parse": _url}
-    )
-    neo4j_username: str = field(default="neo4j", metadata={"env": "NEO4J_USERNAME", "parse": _str})
-    neo4j_password: str = field(
-        default="", repr=False, metadata={"env": "NEO4J_PASSWORD", "parse": _str}
-    )
-    neo4j_database: str = field(default="neo4j", metadata={"env": "NEO4J_DATABASE", "parse": _str})
-    neo4j_isolation: str = field(
-        default="tenant",
-        metadata={"env": "NEO4J_ISOLATION", "parse": _choice("tenant", "database")},
-    )
-
-    falkor_addr: str = field(
-        default="localhost:6379", metadata={"env": "FALKOR_ADDR", "parse": _addr}
-    )
-    falkor_password: str = field(
-        default="", repr=False, metadata={"env": "FALKOR_PASSWORD", "parse": _str}
-    )
-    falkor_graph: str = field(default="smriti", metadata={"env": "FALKOR_GRAPH", "parse": _str})
-    falkor_isolation: str = field(
-        default="tenant", metadata={"env": "FALKOR_ISOLATION", "parse": _choice("tenant", "graph")}
-    )
-
     consolidation_interval: int = field(
         default=3600, metadata={"env": "CONSOLIDATION_INTERVAL", "parse": _int(0, 10**7)}
     )
@@ -451,10 +346,16 @@ class Settings:
         """Read and validate settings from ``environ`` (default ``os.environ``).
 
         ``overrides`` (e.g. CLI flags) take precedence; strings are parsed like
-        environment values, other values are used as given.
+        environment values, other values are used as given. An override that names no
+        core setting is a plugin's setting (``smriti.Setting``) by its variable in lower
+        case (``git_base_url`` for ``GIT_BASE_URL``): it is put in ``env`` as a string.
         """
         environ = dict(os.environ if environ is None else environ)
         _check_blank_user(environ, overrides)
+        known = {f.name for f in fields(cls)}
+        for name, given in overrides.items():
+            if name not in known and given is not None:
+                environ[name.upper()] = given if isinstance(given, str) else str(given)
         values: dict[str, Any] = {"env": environ}
         for f in fields(cls):
             if "env" not in f.metadata:
@@ -478,6 +379,14 @@ class Settings:
         """``EMBEDDING_BASE_URL``, falling back to ``LLM_BASE_URL``."""
         return self.embedding_base_url or self.llm_base_url
 
+    def working_set_for(self, sole_writer: bool) -> bool:
+        """Whether the engine answers a backend's reads from a working set in memory
+        (``smriti.index``): ``SMRITI_WORKING_SET`` is ``on``, or ``auto`` and the backend
+        is its store's only writer (``sole_writer``); and the budget is not 0."""
+        if self.working_set_mb <= 0 or self.working_set == "off":
+            return False
+        return self.working_set == "on" or sole_writer
+
     def user_dir(self, user: str | None = None) -> Path:
         """The per-user directory under ``STORAGE_LOCATION`` (the name is validated)."""
         return self.storage_location / validate_user(user or self.accessing_user)
@@ -493,6 +402,22 @@ class Settings:
                 value = "set" if value else "unset"
             out[f.metadata["env"]] = str(value) if isinstance(value, Path) else value
         return out
+
+
+def core_settings() -> list[tuple[str, Setting[Any]]]:
+    """Every core setting as a declaration (like a plugin's), with its field name.
+
+    The settings reference and ``smriti doctor`` treat core and plugin settings alike."""
+    out: list[tuple[str, Setting[Any]]] = []
+    for f in fields(Settings):
+        if "env" not in f.metadata:
+            continue
+        default = f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
+        declared = Setting(
+            f.metadata["env"], default, f.metadata["parse"], secret=f.name in SECRET_FIELDS
+        )
+        out.append((f.name, declared))
+    return out
 
 
 def settings_table() -> list[tuple[str, str]]:

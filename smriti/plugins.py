@@ -20,6 +20,7 @@ import pluggy
 from smriti import hookspecs
 from smriti.errors import DuplicatePluginError, PluginError, UnknownBackendError
 from smriti.logs import get_logger
+from smriti.setting import Setting, read_all
 
 log = get_logger(__name__)
 
@@ -102,6 +103,12 @@ def create_plugin_manager(
         _load_entry_points(pm, report, environ)
     pm.check_pending()
     return pm, report
+
+
+def installed_settings(environ: Mapping[str, str] | None = None) -> list[Setting[Any]]:
+    """The settings the installed plugins declare (as ``environ`` loads them)."""
+    pm, _ = create_plugin_manager(environ=environ)
+    return [declared for _, declared in Registry(pm, strict=False).declared_settings()]
 
 
 def _load_entry_points(
@@ -213,6 +220,48 @@ class Registry:
             raise UnknownBackendError(
                 f"{variable}={name!r} is not installed (installed: {installed}){advice}"
             ) from None
+
+    def declared_settings(self) -> list[tuple[str, Setting[Any]]]:
+        """(plugin, setting) for each variable the registered components declare
+        (``declared_settings``), in registration order, each variable once.
+
+        One declaration may be shared by several classes (a subclass, or two plugins
+        built on one library); two different declarations of one variable, or a
+        plugin's declaration of a core setting, is a DuplicatePluginError."""
+        from smriti.config import core_settings
+
+        core = {declared.env for _, declared in core_settings()}
+        found: dict[str, tuple[str, Setting[Any]]] = {}
+        for kind, classes in self.classes.items():
+            for name, cls in classes.items():
+                plugin = self.owners[(kind, name)]
+                for declared in getattr(cls, "declared_settings", ()):
+                    self._add_setting(found, core, plugin, declared)
+        return list(found.values())
+
+    @staticmethod
+    def _add_setting(
+        found: dict[str, tuple[str, Setting[Any]]],
+        core: set[str],
+        plugin: str,
+        declared: Setting[Any],
+    ) -> None:
+        if declared.env in core:
+            raise DuplicatePluginError(
+                f"plugin {plugin!r} declares {declared.env}, a core setting; rename its setting"
+            )
+        seen = found.get(declared.env)
+        if seen is not None and seen[1] is not declared and seen[1] != declared:
+            raise DuplicatePluginError(
+                f"setting {declared.env} is declared differently by {seen[0]!r} and "
+                f"{plugin!r}; uninstall or disable one (SMRITI_DISABLE_PLUGINS)"
+            )
+        found.setdefault(declared.env, (plugin, declared))
+
+    def setting_values(self, environ: Mapping[str, str]) -> dict[str, Any]:
+        """Every declared plugin setting's value in ``environ``, by variable: validated
+        at startup, so a bad value stops it with one line naming the variable."""
+        return read_all((declared for _, declared in self.declared_settings()), environ)
 
     def unique(self, kind: str) -> list[type[Any]]:
         """Distinct classes of one kind, highest priority first, then by name."""

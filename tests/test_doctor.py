@@ -21,12 +21,16 @@ from typing import Any
 
 import pytest
 
-from smriti.doctor.settings_reference import default
-from smriti.doctor.settings_view import setting_fields
+from smriti.doctor.settings_reference import default, product_settings
+from smriti.doctor.settings_view import entries
+from smriti.plugins import installed_settings
 from smriti.testing.fake_openai import FakeOpenAI
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-CLEARED = {f.metadata["env"] for f in setting_fields()} | {"OPENAI_API_KEY", "HF_HUB_OFFLINE"}
+#: Every setting doctor reads: the core's and the installed plugins' (smriti doctor loads
+#: them all, as a user's does).
+SETTINGS = {e.var for e in entries()} | {s.env for s in installed_settings()}
+CLEARED = SETTINGS | {"OPENAI_API_KEY", "HF_HUB_OFFLINE"}
 
 
 @pytest.fixture
@@ -110,7 +114,7 @@ def test_json_report_names_each_settings_origin(env: dict[str, str]) -> None:
     data = json.loads(result.stdout)
     assert data["ok"] is True and data["user"] == "doc-user"
     rows = {row["name"]: row for row in data["settings"]}
-    assert len(rows) == len(setting_fields())
+    assert len(rows) == len(SETTINGS)
     assert rows["DB_TYPE"]["origin"] == "flag --db-type"
     assert rows["LLM_MODEL"] == {
         "name": "LLM_MODEL",
@@ -295,11 +299,10 @@ def test_falkordb_ping_checks_the_password(env: dict[str, str], tmp_path: Path) 
 
 def test_settings_reference_lists_every_setting_with_its_default() -> None:
     text = (DOCS / "settings.md").read_text(encoding="utf-8")
-    for f in setting_fields():
-        var = f.metadata["env"]
-        rows = [ln for ln in text.splitlines() if ln.startswith(f"| `{var}`")]
-        assert len(rows) == 1, f"{var} is missing from docs/settings.md"
-        assert rows[0].split(" | ")[1] == default(f), f"{var}: regenerate docs/settings.md"
+    for e in entries(product_settings()):
+        rows = [ln for ln in text.splitlines() if ln.startswith(f"| `{e.var}`")]
+        assert len(rows) == 1, f"{e.var} is missing from docs/settings.md"
+        assert rows[0].split(" | ")[1] == default(e), f"{e.var}: regenerate docs/settings.md"
 
 
 def test_s3_endpoint_answers_or_fails(env: dict[str, str]) -> None:

@@ -5,6 +5,7 @@ reads described in ``smriti.backend.reads``. What a backend needs besides comes 
 here too: the records it stores (the ``smriti.model`` types), the errors it raises,
 and the building blocks backends share on purpose:
 
+- ``BackendOptions``: what the engine tells a backend it builds (``from_options``);
 - ``VectorCache``: exact in-process cosine search over a growing matrix;
 - ``WriteGate``: ordinary writes pass together, a whole-store rewrite alone;
 - ``DeferredWrites``: persist access updates on a background thread;
@@ -23,6 +24,7 @@ from smriti.backend.contract import EngramStats, StorageBackend, StoredMemory
 from smriti.backend.deferred import DeferredWrites
 from smriti.backend.gate import WriteGate
 from smriti.backend.helpers import batched, cosine_top_k, joined, top_k_scores, unit
+from smriti.backend.options import BackendOptions
 from smriti.backend.reads import (
     CueMatch,
     Expand,
@@ -78,6 +80,7 @@ __all__ = [
     "STOPWORDS",
     "Association",
     "BackendError",
+    "BackendOptions",
     "CoOccurrence",
     "Cue",
     "CueMatch",

@@ -25,7 +25,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -35,7 +35,9 @@ from smriti.backend.reads import Expand, Listing, Neighbourhood, Seeds, Seek
 from smriti.model import Association, CoOccurrence, Cue, Engram, EngramUpdate, Link
 
 if TYPE_CHECKING:
+    from smriti.backend.options import BackendOptions
     from smriti.config import Settings
+    from smriti.setting import Setting
 
 
 @dataclass(slots=True, frozen=True)
@@ -64,7 +66,8 @@ class StoredMemory:
 class StorageBackend(ABC):
     """Base class of storage backends; register subclasses with ``register_storage_backends``.
 
-    Lifecycle: ``from_settings`` → ``open`` → any other method → ``close``.
+    Lifecycle: ``from_options`` (the engine's; ``from_settings`` for scripts and
+    tests) → ``open`` → any other method → ``close``.
 
     Sixteen methods are required: the classmethod that builds an instance, ``open``,
     ``close``, metadata (``get_meta``, ``set_meta``), the writes (``add_memory``,
@@ -101,14 +104,27 @@ class StorageBackend(ABC):
     #: How much ``DB_TYPE=auto`` prefers this backend for a new store (the highest
     #: installed wins); 0 = never chosen automatically.
     preference: ClassVar[int] = 0
+    #: The settings (environment variables) this backend reads: validated at startup,
+    #: listed by ``smriti doctor`` and the settings reference, and passed to
+    #: ``from_options`` as values (``BackendOptions.settings``).
+    declared_settings: ClassVar[tuple[Setting[Any], ...]] = ()
 
     def __init__(self, user: str) -> None:
         self.user = user
 
     @classmethod
     @abstractmethod
+    def from_options(cls, options: BackendOptions) -> StorageBackend:
+        """Build an unopened backend from what the engine tells it: the user, the
+        user's directory, whether a working set fronts it, its settings' values."""
+
+    @classmethod
     def from_settings(cls, settings: Settings, user: str) -> StorageBackend:
-        """Build an unopened backend for ``user`` from validated settings."""
+        """An unopened backend for ``user`` with the options the engine would pass
+        (``BackendOptions.from_settings``): for scripts and tests."""
+        from smriti.backend.options import BackendOptions
+
+        return cls.from_options(BackendOptions.from_settings(cls, settings, user))
 
     # -- lifecycle -------------------------------------------------------------------
     @abstractmethod

@@ -6,15 +6,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import pluggy
+
 from smriti.config import SECRET_FIELDS, Settings
 from smriti.doctor import component_checks as cc
 from smriti.doctor import probes
 from smriti.doctor.checks import Check, guarded, ok
 from smriti.doctor.privacy import privacy_checks
-from smriti.doctor.settings_view import SettingRow, view
+from smriti.doctor.settings_view import SettingRow, entries, view
 from smriti.doctor.store import store_checks, unusable_store
 from smriti.doctor.team import team_checks
 from smriti.plugins import PluginReport, Registry
+from smriti.setting import Setting
 
 
 @dataclass(slots=True)
@@ -35,47 +38,86 @@ class Diagnosis:
 def diagnose(environ: Mapping[str, str], overrides: Mapping[str, Any] | None = None) -> Diagnosis:
     """Check the configuration in ``environ`` with CLI ``overrides``; never raises."""
     overrides = dict(overrides or {})
-    shown = view(environ, overrides)
+    plugins = _Plugins.load(environ)
+    shown = view(environ, overrides, plugins.declared)
     settings = shown.settings
     user = settings.accessing_user if settings is not None else "?"
-    result = Diagnosis(user, shown.rows, list(shown.checks), _secrets(environ, settings))
+    secrets = _secrets(environ, settings, plugins.declared)
+    result = Diagnosis(user, shown.rows, list(shown.checks), secrets)
     if settings is not None:
-        result.checks += guarded("plugins", lambda: _components(settings, environ))
+        result.checks += guarded("plugins", lambda: _components(settings, plugins))
         result.checks += guarded("privacy", lambda: privacy_checks(settings))
         result.checks += guarded("team server", lambda: team_checks(settings))
     return result
 
 
-def _secrets(environ: Mapping[str, str], settings: Settings | None) -> list[str]:
-    """Secret values to scrub from the output, whether or not they validated."""
-    from smriti.doctor.settings_view import setting_fields
+@dataclass(slots=True)
+class _Plugins:
+    """The installed plugins, their registry and the settings they declare; ``error``
+    when loading them failed (reported as the ``plugins`` check)."""
 
-    values = {
-        environ.get(f.metadata["env"], "").strip()
-        for f in setting_fields()
-        if f.name in SECRET_FIELDS
-    }
+    pm: pluggy.PluginManager | None = None
+    report: PluginReport | None = None
+    registry: Registry | None = None
+    declared: list[tuple[str, Setting[Any]]] = field(default_factory=list)
+    error: Exception | None = None
+
+    @classmethod
+    def load(cls, environ: Mapping[str, str]) -> _Plugins:
+        from smriti.plugins import create_plugin_manager
+
+        try:
+            pm, report = create_plugin_manager(environ=environ)
+            registry = Registry(pm)
+            return cls(pm, report, registry, registry.declared_settings())
+        except Exception as exc:  # reported by the plugins check, never a traceback
+            return cls(error=exc)
+
+
+def _secrets(
+    environ: Mapping[str, str],
+    settings: Settings | None,
+    declared: list[tuple[str, Setting[Any]]],
+) -> list[str]:
+    """Secret values to scrub from the output, whether or not they validated."""
+    secret = [e for e in entries(declared) if e.setting.secret]
+    values = {environ.get(e.var, "").strip() for e in secret}
     if settings is not None:
         values |= {str(getattr(settings, name)) for name in SECRET_FIELDS}
     return sorted((v for v in values if len(v) >= 4), key=len, reverse=True)
 
 
-def _components(settings: Settings, environ: Mapping[str, str]) -> list[Check]:
-    from smriti.plugins import create_plugin_manager
-
-    pm, report = create_plugin_manager(environ=environ)
-    registry = Registry(pm)
+def _components(settings: Settings, plugins: _Plugins) -> list[Check]:
+    if plugins.error is not None:
+        raise plugins.error
+    assert plugins.pm is not None and plugins.report is not None and plugins.registry
+    registry, report = plugins.registry, plugins.report
     checks = cc.plugin_checks(report, registry)
     pending: list[probes.Probe] = []
-    checks += guarded("backend", lambda: _backend(registry, report, settings, pending))
+    chosen: dict[str, Any] = {}
+    checks += guarded("backend", lambda: _backend(registry, report, settings, chosen))
     checks += guarded("embedder", lambda: _embedder(registry, settings, pending))
     checks += guarded("cue extractor", lambda: _extractor(registry, settings, pending))
-    checks += guarded("backup", lambda: _backup(registry, settings, pending))
-    return checks + probes.run_parallel(_merge_openai(pending))
+    checks += guarded("backup", lambda: _backup(registry, settings, chosen))
+    pending = _merge_openai(pending)
+    checks += guarded("plugin probes", lambda: _plugin_probes(plugins, settings, chosen, pending))
+    return checks + probes.run_parallel(pending)
+
+
+def _plugin_probes(
+    plugins: _Plugins, settings: Settings, chosen: dict[str, Any], pending: list[probes.Probe]
+) -> list[Check]:
+    """Add every plugin's probes of the chosen components (``doctor_probes``)."""
+    assert plugins.pm is not None
+    backend, backup = chosen.get("backend"), chosen.get("backup")
+    hook = plugins.pm.hook.doctor_probes
+    for found in hook(settings=settings, backend=backend, backup=backup):
+        pending.extend(found or [])
+    return []
 
 
 def _backend(
-    registry: Registry, report: PluginReport, settings: Settings, pending: list[probes.Probe]
+    registry: Registry, report: PluginReport, settings: Settings, chosen: dict[str, Any]
 ) -> list[Check]:
     from smriti.doctor.engine import engine_check
     from smriti.engine.components import choose_backend
@@ -84,6 +126,7 @@ def _backend(
     engine = engine_check(registry, settings)
     checks += [engine] if engine is not None else []
     backend = choose_backend(registry, settings, settings.accessing_user)
+    chosen["backend"] = getattr(backend, "inner", backend)  # the plugin's own class
     path = cc.store_path(backend)
     unusable = unusable_store(path) if path is not None else None
     if unusable is not None:  # no owner could open it either: say why, once
@@ -98,10 +141,6 @@ def _backend(
         checks += store_checks(path)
     else:
         checks.append(ok("store", f"on the {backend.name} server (user {settings.accessing_user})"))
-    if backend.name == "neo4j":
-        pending.append(lambda: probes.bolt(settings.neo4j_uri))
-    elif backend.name == "falkordb":
-        pending.append(lambda: probes.redis_ping(settings.falkor_addr, settings.falkor_password))
     return checks
 
 
@@ -133,19 +172,9 @@ def _extractor(registry: Registry, settings: Settings, pending: list[probes.Prob
     return [check]
 
 
-def _backup(registry: Registry, settings: Settings, pending: list[probes.Probe]) -> list[Check]:
+def _backup(registry: Registry, settings: Settings, chosen: dict[str, Any]) -> list[Check]:
     check, provider = cc.backup_check(registry, settings)
-    if provider is None:
-        return [check]
-    name = type(provider).name
-    if name == "git":
-        remote = getattr(provider, "remote", "") or settings.git_base_url
-        pending.append(lambda: probes.git_remote(remote))
-    elif name == "s3":
-        url = (
-            settings.s3_endpoint or f"https://s3.{settings.s3_region or 'us-east-1'}.amazonaws.com"
-        )
-        pending.append(lambda: probes.http_endpoint("s3 endpoint", url, "S3_ENDPOINT"))
+    chosen["backup"] = provider
     return [check]
 
 

@@ -1,21 +1,24 @@
 """The settings in effect: each variable's value (secrets redacted) and where it came from.
 
-Origins follow the precedence of ``Settings.from_env``: a command-line flag (an
-override that is not None) wins over a non-blank environment variable, which wins over
-the default. Every variable is validated on its own, so one report names all the
-invalid ones, and the rest of the doctor still runs with defaults in their place.
+Core settings (``smriti.config.Settings``) and the settings installed plugins declare
+(``smriti.Setting``) are shown alike. Origins follow the precedence of
+``Settings.from_env``: a command-line flag (an override that is not None) wins over a
+non-blank environment variable, which wins over the default. Every variable is
+validated on its own, so one report names all the invalid ones, and the rest of the
+doctor still runs with defaults in their place.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import MISSING, Field, dataclass, fields
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from smriti.config import SECRET_FIELDS, Settings
+from smriti.config import Settings, core_settings
 from smriti.doctor.checks import Check, fail, ok
 from smriti.doctor.probes import redact_url
 from smriti.errors import ConfigError
+from smriti.setting import Setting
 
 #: The global CLI flag of each setting that has one.
 FLAGS: dict[str, str] = {
@@ -29,6 +32,27 @@ FALLBACKS: dict[str, str] = {
     "embedding_api_key": "LLM_API_KEY",
     "embedding_base_url": "LLM_BASE_URL",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One setting as doctor and the reference see it: a core ``Settings`` field
+    (``field`` names it) or a plugin's declaration (``plugin`` names the plugin)."""
+
+    setting: Setting[Any]
+    field: str = ""
+    plugin: str = ""
+
+    @property
+    def var(self) -> str:
+        """The environment variable."""
+        return self.setting.env
+
+
+def entries(declared: Iterable[tuple[str, Setting[Any]]] = ()) -> list[Entry]:
+    """The core settings in declaration order, then ``declared`` (plugin, setting) pairs."""
+    core = [Entry(setting, name) for name, setting in core_settings()]
+    return core + [Entry(setting, "", plugin) for plugin, setting in declared]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,72 +83,68 @@ class SettingsView:
     checks: list[Check]
 
 
-def setting_fields() -> list[Field[Any]]:
-    """The Settings fields read from an environment variable, in declaration order."""
-    return [f for f in fields(Settings) if "env" in f.metadata]
-
-
-def origin(f: Field[Any], environ: Mapping[str, str], overrides: Mapping[str, Any]) -> str:
+def origin(e: Entry, environ: Mapping[str, str], overrides: Mapping[str, Any]) -> str:
     """``flag --x``, ``env`` or ``default`` for one setting."""
-    if overrides.get(f.name) is not None:
-        return f"flag {FLAGS.get(f.name, '')}".strip()
-    if environ.get(f.metadata["env"], "").strip():
+    if e.field and overrides.get(e.field) is not None:
+        return f"flag {FLAGS.get(e.field, '')}".strip()
+    if environ.get(e.var, "").strip():
         return "env"
     return "default"
 
 
-def view(environ: Mapping[str, str], overrides: Mapping[str, Any]) -> SettingsView:
-    """Validate every setting, build Settings from the valid ones, and describe them."""
-    bad: dict[str, str] = {}
-    for f in setting_fields():
-        message = _invalid(f, environ, overrides)
-        if message:
-            bad[f.name] = message
-    checks = [_bad_check(f, bad[f.name]) for f in setting_fields() if f.name in bad]
-    settings = _build(environ, overrides, bad, checks)
-    rows = [_row(f, settings, environ, overrides, f.name in bad) for f in setting_fields()]
+def view(
+    environ: Mapping[str, str],
+    overrides: Mapping[str, Any],
+    declared: Iterable[tuple[str, Setting[Any]]] = (),
+) -> SettingsView:
+    """Validate every setting (the core's and the ``declared`` plugin settings), build
+    Settings from the valid ones, and describe them."""
+    shown = entries(declared)
+    bad = {e.var: message for e in shown if (message := _invalid(e, environ, overrides))}
+    checks = [_bad_check(e, bad[e.var]) for e in shown if e.var in bad]
+    settings = _build(environ, overrides, shown, bad, checks)
+    rows = [_row(e, settings, environ, overrides, e.var in bad) for e in shown]
     if not checks:
         checks.append(ok("settings", f"{len(rows)} settings valid"))
     return SettingsView(settings, rows, checks)
 
 
-def _given(f: Field[Any], environ: Mapping[str, str], overrides: Mapping[str, Any]) -> Any:
-    if overrides.get(f.name) is not None:
-        return overrides[f.name]
-    raw = environ.get(f.metadata["env"], "")
+def _given(e: Entry, environ: Mapping[str, str], overrides: Mapping[str, Any]) -> Any:
+    if e.field and overrides.get(e.field) is not None:
+        return overrides[e.field]
+    raw = environ.get(e.var, "")
     return raw if raw.strip() else None
 
 
-def _invalid(f: Field[Any], environ: Mapping[str, str], overrides: Mapping[str, Any]) -> str:
-    given = _given(f, environ, overrides)
+def _invalid(e: Entry, environ: Mapping[str, str], overrides: Mapping[str, Any]) -> str:
+    given = _given(e, environ, overrides)
     if not isinstance(given, str):
         return ""
     try:
-        f.metadata["parse"](f.metadata["env"], given)
+        e.setting.parse(e.var, given)
     except ConfigError as exc:
         return str(exc)
     return ""
 
 
-def _bad_check(f: Field[Any], message: str) -> Check:
-    var = f.metadata["env"]
-    shown = message if f.name not in SECRET_FIELDS else f"{var} is invalid"
+def _bad_check(e: Entry, message: str) -> Check:
+    shown = message if not e.setting.secret else f"{e.var} is invalid"
     return fail(
-        f"setting {var}",
+        f"setting {e.var}",
         shown,
-        f"correct {var} or unset it to use the default ({_default(f)}); see docs/settings.md",
+        f"correct {e.var} or unset it to use the default ({default_text(e)}); see docs/settings.md",
     )
 
 
 def _build(
     environ: Mapping[str, str],
     overrides: Mapping[str, Any],
+    shown: list[Entry],
     bad: Mapping[str, str],
     checks: list[Check],
 ) -> Settings | None:
-    skip = {f.metadata["env"] for f in setting_fields() if f.name in bad}
-    env = {k: v for k, v in environ.items() if k not in skip}
-    kept = {k: v for k, v in overrides.items() if k not in bad}
+    env = {k: v for k, v in environ.items() if k not in bad}
+    kept = {e.field: overrides[e.field] for e in shown if e.field in overrides and e.var not in bad}
     try:
         return Settings.from_env(env, **kept)
     except ConfigError as exc:  # a rule across settings, or one not checked field by field
@@ -133,31 +153,32 @@ def _build(
 
 
 def _row(
-    f: Field[Any],
+    e: Entry,
     settings: Settings | None,
     environ: Mapping[str, str],
     overrides: Mapping[str, Any],
     invalid: bool,
 ) -> SettingRow:
-    var = f.metadata["env"]
-    where = origin(f, environ, overrides)
-    if invalid:
-        return SettingRow(var, _shown(f, _given(f, environ, overrides)), where, "invalid")
-    value = getattr(settings, f.name) if settings is not None else _given(f, environ, overrides)
+    where = origin(e, environ, overrides)
+    if invalid or settings is None:
+        value = _given(e, environ, overrides)
+        return SettingRow(e.var, _shown(e, value), where, "invalid" if invalid else "")
+    value = getattr(settings, e.field) if e.field else e.setting.read(settings.env)
     note = ""
-    if f.name in FALLBACKS and not value:
-        note = f"falls back to {FALLBACKS[f.name]}"
-    return SettingRow(var, _shown(f, value), where, note)
+    if e.field in FALLBACKS and not value:
+        note = f"falls back to {FALLBACKS[e.field]}"
+    return SettingRow(e.var, _shown(e, value), where, note)
 
 
-def _shown(f: Field[Any], value: Any) -> str:
-    if f.name in SECRET_FIELDS:
+def _shown(e: Entry, value: Any) -> str:
+    if e.setting.secret:
         return "set" if value else "unset"
     if value is None or value == "":
         return "unset"
     return redact_url(str(value))  # a token in a URL's userinfo is a secret too
 
 
-def _default(f: Field[Any]) -> str:
-    value = f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
+def default_text(e: Entry) -> str:
+    """The default as a fix line names it (``unset`` for an empty one)."""
+    value = e.setting.default
     return "unset" if value in (None, "") else str(value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from smriti import index
-from smriti.backend import StorageBackend
+from smriti.backend import BackendOptions, StorageBackend
 from smriti.backup import BackupProvider
 from smriti.clustering import Clusterer
 from smriti.config import Settings
@@ -86,9 +86,25 @@ def choose_clusterer(registry: Registry, settings: Settings) -> Clusterer | None
 
 def choose_backend(registry: Registry, settings: Settings, user: str) -> StorageBackend:
     """The ``DB_TYPE`` backend for ``user`` (not yet opened), behind a working set when
-    it is its store's only writer (``smriti.index``)."""
+    it is its store's only writer (``smriti.index``).
+
+    Every installed plugin's settings are validated first (``check_plugin_settings``),
+    whichever backend is chosen; the backend is told its options (``BackendOptions``)."""
+    check_plugin_settings(registry, settings)
+    return index.wrap(settings, build_backend(registry, settings, user))
+
+
+def build_backend(registry: Registry, settings: Settings, user: str) -> StorageBackend:
+    """The ``DB_TYPE`` backend for ``user``, built from the options the engine decides
+    (its user directory, whether a working set fronts it, its settings); not wrapped."""
     cls = backend_class(registry, settings, user)
-    return index.wrap(settings, cls.from_settings(settings, user))
+    return cls.from_options(BackendOptions.from_settings(cls, settings, user))
+
+
+def check_plugin_settings(registry: Registry, settings: Settings) -> None:
+    """ConfigError (one line naming the variable) when a setting some installed plugin
+    declares is invalid, as for a core setting: a bad value stops the start."""
+    registry.setting_values(settings.env)
 
 
 def choose_backup(registry: Registry, settings: Settings, user: str) -> BackupProvider:

@@ -25,10 +25,9 @@ if TYPE_CHECKING:
 
 def wanted(settings: Settings, backend: StorageBackend) -> bool:
     """Whether ``backend`` gets a working set: ``SMRITI_WORKING_SET`` is ``on``, or
-    ``auto`` and the backend is its store's only writer; and the budget is not 0."""
-    if settings.working_set_mb <= 0 or settings.working_set == "off":
-        return False
-    return settings.working_set == "on" or backend.sole_writer
+    ``auto`` and the backend is its store's only writer; and the budget is not 0
+    (``Settings.working_set_for``, which also decides ``BackendOptions.working_set``)."""
+    return settings.working_set_for(backend.sole_writer)
 
 
 def wrap(settings: Settings, backend: StorageBackend, background: bool = True) -> StorageBackend:

@@ -147,7 +147,7 @@ class IndexedBackend(StorageBackend):
         return getattr(self.inner, attr)
 
     @classmethod
-    def from_settings(cls, settings: Any, user: str) -> StorageBackend:  # pragma: no cover
+    def from_options(cls, options: Any) -> StorageBackend:  # pragma: no cover
         raise TypeError("IndexedBackend wraps a backend: use smriti.index.wrap")
 
     # -- lifecycle -------------------------------------------------------------------

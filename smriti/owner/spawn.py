@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from smriti.config import SECRET_FIELDS, Settings
 from smriti.owner.paths import OwnerPaths
+from smriti.plugins import installed_settings
 from smriti.private import open_private, private_dir
 
 if TYPE_CHECKING:
@@ -90,7 +91,11 @@ def fingerprint(settings: Settings) -> dict[str, str]:
         if f.name == "storage_location":
             value = value.expanduser().resolve()
         out[var] = _digest(str(value)) if f.name in SECRET_FIELDS else str(value)
-    for var, value in (settings.env or {}).items():
+    env = settings.env or {}
+    for declared in installed_settings(settings.env or None):  # the plugins' own settings
+        raw = env.get(declared.env, "").strip()
+        out[declared.env] = _digest(raw) if declared.secret else raw
+    for var, value in env.items():
         relevant = var.startswith(EXTRA_PREFIXES) or var in EXTRA_NAMES
         if relevant and not var.startswith(CLIENT_ONLY) and var not in out:
             out[var] = _digest(value) if var in SECRET_EXTRA else value

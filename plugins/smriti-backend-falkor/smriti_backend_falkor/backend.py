@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from smriti import get_logger
 from smriti.backend import (
     Association,
     BackendError,
+    BackendOptions,
     CoOccurrence,
     Cue,
     DeferredWrites,
@@ -67,10 +68,14 @@ from smriti_backend_falkor.search import (
     neighbourhood_statement,
     read_neighbourhood,
 )
+from smriti_backend_falkor.settings import (
+    FALKOR_ADDR,
+    FALKOR_GRAPH,
+    FALKOR_ISOLATION,
+    FALKOR_PASSWORD,
+    SETTINGS,
+)
 from smriti_backend_falkor.spelling import refuse_other_spellings
-
-if TYPE_CHECKING:
-    from smriti.config import Settings
 
 log = get_logger(__name__)
 
@@ -85,6 +90,7 @@ class FalkorBackend(StorageBackend):
     aliases: ClassVar[tuple[str, ...]] = ("falkor",)
     description: ClassVar[str] = "FalkorDB server: tenant property or one graph per user"
     multi_tenant: ClassVar[bool] = True
+    declared_settings = SETTINGS
 
     #: Rows per UNWIND statement for batched writes.
     write_batch: ClassVar[int] = 500
@@ -126,14 +132,14 @@ class FalkorBackend(StorageBackend):
         self._deferred = DeferredWrites("smriti-falkordb")
 
     @classmethod
-    def from_settings(cls, settings: Settings, user: str) -> FalkorBackend:
-        """A backend for ``user`` from the FALKOR_* settings."""
+    def from_options(cls, options: BackendOptions) -> FalkorBackend:
+        """A backend for the user from the FALKOR_* settings."""
         return cls(
-            user,
-            addr=settings.falkor_addr,
-            password=settings.falkor_password,
-            graph=settings.falkor_graph,
-            isolation=settings.falkor_isolation,
+            options.user,
+            addr=options.get(FALKOR_ADDR),
+            password=options.get(FALKOR_PASSWORD),
+            graph=options.get(FALKOR_GRAPH),
+            isolation=options.get(FALKOR_ISOLATION),
         )
 
     def __repr__(self) -> str:

@@ -23,7 +23,7 @@ from smriti_backend_falkor.backend import FalkorBackend
 from smriti_backend_falkor.connection import connect
 
 if TYPE_CHECKING:
-    from smriti.config import Settings
+    from smriti.backend import BackendOptions
 
 log = get_logger(__name__)
 
@@ -37,6 +37,8 @@ class FalkorLiteBackend(FalkorBackend):
     multi_tenant: ClassVar[bool] = False
     single_process: ClassVar[bool] = True
     sole_writer = True
+    #: The embedded server reads none of the FALKOR_* settings.
+    declared_settings = ()
 
     def __init__(self, user: str, directory: Path) -> None:
         super().__init__(user, addr=f"embedded FalkorDB in {directory}", graph="smriti")
@@ -45,9 +47,9 @@ class FalkorLiteBackend(FalkorBackend):
         self._server: Any = None
 
     @classmethod
-    def from_settings(cls, settings: Settings, user: str) -> FalkorLiteBackend:
+    def from_options(cls, options: BackendOptions) -> FalkorLiteBackend:
         """The store in ``{STORAGE_LOCATION}/{user}/falkordb`` (user name validated)."""
-        return cls(user, settings.user_dir(user) / "falkordb")
+        return cls(options.user, options.user_dir / "falkordb")
 
     def open(self) -> None:
         """Start (or join) the embedded server, then open like the server backend."""

@@ -24,7 +24,7 @@ from structlog.testing import capture_logs
 from smriti.backend import Expand, Listing, Seek
 from smriti.config import Settings
 from smriti.engine.components import choose_backend
-from smriti.errors import BackendError, StoreLockedError
+from smriti.errors import BackendError, ConfigError, StoreLockedError
 from smriti.index.indexed import IndexedBackend
 from smriti.model import Association, CoOccurrence, EngramUpdate, Link
 from smriti.plugins import Registry, create_plugin_manager
@@ -325,7 +325,8 @@ def test_from_settings_uses_user_dir(tmp_path: Path) -> None:
 )
 def test_memory_settings_are_validated(tmp_path: Path, env: dict, message: str) -> None:
     settings = Settings.from_env({"STORAGE_LOCATION": str(tmp_path), **env})
-    with pytest.raises(BackendError, match=message):
+    # A declared setting (smriti_embedded_graph.settings): a bad value is a ConfigError.
+    with pytest.raises(ConfigError, match=message):
         KuzuBackend.from_settings(settings, "alice")
 
 

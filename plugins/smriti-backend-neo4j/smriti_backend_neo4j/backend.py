@@ -33,6 +33,7 @@ import structlog
 from smriti.backend import (
     Association,
     BackendError,
+    BackendOptions,
     CoOccurrence,
     Cue,
     DeferredWrites,
@@ -75,12 +76,19 @@ from smriti_backend_neo4j.records import (
     update_row,
     whole,
 )
+from smriti_backend_neo4j.settings import (
+    NEO4J_DATABASE,
+    NEO4J_ISOLATION,
+    NEO4J_PASSWORD,
+    NEO4J_URI,
+    NEO4J_USERNAME,
+    SETTINGS,
+)
 from smriti_backend_neo4j.spelling import refuse_other_spellings
 
 if TYPE_CHECKING:
     from neo4j import Driver, Session, Transaction
 
-    from smriti.config import Settings
 
 log = structlog.get_logger("smriti.neo4j")
 
@@ -109,6 +117,7 @@ class Neo4jBackend(StorageBackend):
     name: ClassVar[str] = "neo4j"
     description: ClassVar[str] = "Neo4j server (tenant property or database per user)"
     multi_tenant: ClassVar[bool] = True
+    declared_settings = SETTINGS
 
     def __init__(
         self,
@@ -162,21 +171,19 @@ class Neo4jBackend(StorageBackend):
         self._pool: ThreadPoolExecutor | None = None
 
     @classmethod
-    def from_settings(cls, settings: Settings, user: str) -> Neo4jBackend:
+    def from_options(cls, options: BackendOptions) -> Neo4jBackend:
         """Build from ``NEO4J_URI``, ``NEO4J_USERNAME``, ``NEO4J_PASSWORD``,
         ``NEO4J_DATABASE`` and ``NEO4J_ISOLATION``; no vector indexes are created when
         the engine puts a working set in front (``SMRITI_WORKING_SET=on``)."""
-        from smriti import index
-
         backend = cls(
-            user,
-            uri=settings.neo4j_uri,
-            username=settings.neo4j_username,
-            password=settings.neo4j_password,
-            database=settings.neo4j_database,
-            isolation=settings.neo4j_isolation,
+            options.user,
+            uri=options.get(NEO4J_URI),
+            username=options.get(NEO4J_USERNAME),
+            password=options.get(NEO4J_PASSWORD),
+            database=options.get(NEO4J_DATABASE),
+            isolation=options.get(NEO4J_ISOLATION),
         )
-        backend.vector_indexes = not index.wanted(settings, backend)
+        backend.vector_indexes = not options.working_set
         return backend
 
     @staticmethod

@@ -11,7 +11,10 @@ from typing import TYPE_CHECKING
 from smriti import hookimpl
 
 if TYPE_CHECKING:
-    from smriti import BackupProvider
+    from collections.abc import Callable
+
+    from smriti import BackupProvider, DoctorCheck, StorageBackend
+    from smriti.config import Settings
 
 
 @hookimpl
@@ -20,3 +23,18 @@ def register_backup_providers() -> list[type[BackupProvider]]:
     from smriti_backup_git.provider import GitBackup
 
     return [GitBackup]
+
+
+@hookimpl
+def doctor_probes(
+    settings: Settings, backend: StorageBackend | None, backup: BackupProvider | None
+) -> list[Callable[[], DoctorCheck]] | None:
+    """Whether the backup remote answers ``git ls-remote``, when the git backup is
+    configured."""
+    from smriti_backup_git.doctor import git_remote
+    from smriti_backup_git.provider import GitBackup
+
+    if not isinstance(backup, GitBackup):
+        return None
+    remote = backup.remote
+    return [lambda: git_remote(remote)]

@@ -43,6 +43,7 @@ from smriti import (
 from smriti.backend import copy_private, private_dir, utcnow
 from smriti_backup_git import history
 from smriti_backup_git.git import Git, redact
+from smriti_backup_git.settings import GIT_BASE_URL, GIT_BRANCH, GIT_TIMEOUT, SETTINGS
 
 if TYPE_CHECKING:
     from smriti.config import Settings
@@ -51,9 +52,7 @@ log = get_logger(__name__)
 
 REPO_DIR = "backup-git"
 SNAPSHOT = "memory.jsonl"
-TIMEOUT_ENV = "SMRITI_GIT_TIMEOUT"
-DEFAULT_TIMEOUT = 120.0
-BRANCH_ENV = "SMRITI_GIT_BRANCH"
+BRANCH_ENV = GIT_BRANCH.env
 PUSH_ATTEMPTS = 5
 
 
@@ -79,30 +78,21 @@ def remote_url(base: str, user: str) -> str:
     return f"{base.rstrip('/')}/{user}-smriti.git"
 
 
-def _timeout(settings: Settings) -> float:
-    raw = settings.env.get(TIMEOUT_ENV, "").strip()
-    try:
-        value = float(raw) if raw else DEFAULT_TIMEOUT
-    except ValueError:
-        value = -1.0
-    if not 1.0 <= value <= 3600.0:
-        raise ConfigError(f"{TIMEOUT_ENV}={raw!r} is invalid (allowed: seconds, 1..3600)")
-    return value
-
-
 class GitBackup(BackupProvider):
     """Snapshots committed to a local repository and pushed to a git remote."""
 
     name = "git"
     aliases = ("github",)
     description = "snapshots pushed to a git remote (GIT_BASE_URL) with the system git"
+    declared_settings = SETTINGS
 
     def __init__(self, settings: Settings, user: str) -> None:
         super().__init__(settings, user)
-        self.remote = remote_url(settings.git_base_url, user)
+        self.remote = remote_url(GIT_BASE_URL.read(settings.env), user)
         self.shown_remote = redact(self.remote)
         self.repo = settings.user_dir(user) / REPO_DIR
-        self.git = Git(self.repo, timeout=_timeout(settings))
+        self.git = Git(self.repo, timeout=GIT_TIMEOUT.read(settings.env))
+        self.branch_setting = GIT_BRANCH.read(settings.env)
 
     # -- the contract ----------------------------------------------------------------
     def location(self) -> str:
@@ -265,7 +255,7 @@ class GitBackup(BackupProvider):
         """Fetch every remote branch and choose the one to restore from and push to."""
         heads, head = self._ls_remote()
         self._ensure_repo()
-        configured = self.settings.env.get(BRANCH_ENV, "").strip()
+        configured = self.branch_setting
         if not heads:
             return _State(configured or self._default_branch(), None, None)
         self.git.run(

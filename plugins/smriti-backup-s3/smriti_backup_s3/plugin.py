@@ -11,7 +11,10 @@ from typing import TYPE_CHECKING
 from smriti import hookimpl
 
 if TYPE_CHECKING:
-    from smriti import BackupProvider
+    from collections.abc import Callable
+
+    from smriti import BackupProvider, DoctorCheck, StorageBackend
+    from smriti.config import Settings
 
 
 @hookimpl
@@ -20,3 +23,17 @@ def register_backup_providers() -> list[type[BackupProvider]]:
     from smriti_backup_s3.provider import S3Backup
 
     return [S3Backup]
+
+
+@hookimpl
+def doctor_probes(
+    settings: Settings, backend: StorageBackend | None, backup: BackupProvider | None
+) -> list[Callable[[], DoctorCheck]] | None:
+    """Whether the S3 endpoint answers, when the S3 backup is configured."""
+    from smriti_backup_s3.doctor import endpoint_url, http_endpoint
+    from smriti_backup_s3.provider import S3Backup
+
+    if not isinstance(backup, S3Backup):
+        return None
+    url = endpoint_url(backup.options["S3_ENDPOINT"], backup.options["S3_REGION"])
+    return [lambda: http_endpoint(url)]

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from smriti import BackupError, BackupProvider, Fetched, SnapshotConflict, SyncReport, get_logger
 from smriti.backend import open_private, private_dir
+from smriti_backup_s3.settings import S3_BUCKET, S3_ENDPOINT, S3_REGION, SETTINGS
 
 if TYPE_CHECKING:
     from smriti.config import Settings
@@ -72,15 +73,19 @@ class S3Backup(BackupProvider):
 
     name = "s3"
     description = "snapshots in an S3-compatible bucket (S3_ENDPOINT, S3_BUCKET)"
+    declared_settings = SETTINGS
     #: Keys per ``list_objects_v2`` page (S3's maximum is 1000).
     page_size = 1000
 
     def __init__(self, settings: Settings, user: str) -> None:
         super().__init__(settings, user)
-        self.bucket = settings.s3_bucket
+        #: This provider's settings by variable (``settings.SETTINGS``), validated.
+        self.options = {s.env: s.read(settings.env) for s in SETTINGS}
+        self.bucket: str = self.options[S3_BUCKET.env]
         self.prefix = f"{user}/"
         # user info in an endpoint URL (``https://key:secret@host``) never reaches a message
-        self.endpoint = re.sub(r"//[^/@\s]+@", "//***@", settings.s3_endpoint or "AWS S3")
+        shown = self.options[S3_ENDPOINT.env] or "AWS S3"
+        self.endpoint = re.sub(r"//[^/@\s]+@", "//***@", shown)
         self._client: Any = None
 
     # -- the contract ----------------------------------------------------------------
@@ -250,20 +255,23 @@ class S3Backup(BackupProvider):
         import boto3
         from botocore.config import Config
 
-        s = self.settings
+        endpoint, region, access_key, secret_key = (
+            self.options[name]
+            for name in ("S3_ENDPOINT", "S3_REGION", "S3_ACCESS_KEY", "S3_SECRET_KEY")
+        )
         options: dict[str, Any] = {}
-        if s.s3_endpoint:
-            options["endpoint_url"] = s.s3_endpoint
-        if s.s3_region:
-            options["region_name"] = s.s3_region
-        if s.s3_access_key or s.s3_secret_key:
-            options["aws_access_key_id"] = s.s3_access_key
-            options["aws_secret_access_key"] = s.s3_secret_key
+        if endpoint:
+            options["endpoint_url"] = endpoint
+        if region:
+            options["region_name"] = region
+        if access_key or secret_key:
+            options["aws_access_key_id"] = access_key
+            options["aws_secret_access_key"] = secret_key
         config = Config(
             connect_timeout=10,
             read_timeout=60,
             retries={"max_attempts": 3, "mode": "standard"},
-            s3={"addressing_style": "path"} if s.s3_endpoint else {},
+            s3={"addressing_style": "path"} if endpoint else {},
         )
         return boto3.session.Session().client("s3", config=config, **options)
 
@@ -306,7 +314,7 @@ class S3Backup(BackupProvider):
             if _code(exc) not in MISSING_CODES:
                 raise self._error("open the bucket", exc) from exc
         options: dict[str, Any] = {"Bucket": self.bucket}
-        region = self.settings.s3_region
+        region = self.options[S3_REGION.env]
         if region and region != "us-east-1":
             options["CreateBucketConfiguration"] = {"LocationConstraint": region}
         self._call("create the bucket", self.client.create_bucket, **options)

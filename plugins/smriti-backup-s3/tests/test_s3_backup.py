@@ -17,6 +17,7 @@ from smriti_backup_s3.provider import S3Backup
 from structlog.testing import capture_logs
 
 from smriti.config import Settings
+from smriti.engine.components import check_plugin_settings
 from smriti.errors import BackupError, ConfigError
 from smriti.plugins import Registry, create_plugin_manager
 from smriti.testing.backup_suite import (
@@ -240,12 +241,17 @@ def test_registered_as_s3() -> None:
 
 @pytest.mark.parametrize("name", ["alice_smriti", "Smriti", "ab", "-smriti", "a..b", "1.2.3.4"])
 def test_invalid_bucket_names_fail_at_startup(name: str) -> None:
+    pm, _ = create_plugin_manager(load_entry_points=False, environ={})
+    pm.register(s3_plugin)
+    settings = Settings.from_env({"S3_BUCKET": name})  # the core does not know S3_BUCKET
     with pytest.raises(ConfigError, match="S3_BUCKET=.* is not a valid S3 bucket name"):
-        Settings.from_env({"S3_BUCKET": name})
+        check_plugin_settings(Registry(pm), settings)  # what the engine does at startup
+    with pytest.raises(ConfigError, match="S3_BUCKET=.* is not a valid S3 bucket name"):
+        S3Backup(settings, "alice")
 
 
 def test_default_bucket_name_is_valid() -> None:
-    assert Settings.from_env({}).s3_bucket == "smriti-memory"
+    assert S3Backup(Settings.from_env({}), "alice").bucket == "smriti-memory"
 
 
 def test_bucket_is_created_and_keys_are_prefixed_by_user(

@@ -21,16 +21,17 @@ import importlib.util  # noqa: F401 - kuzu's parameter binding needs it imported
 import os
 import threading
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from smriti import get_logger, index
+from smriti import get_logger
 from smriti.backend import (
     BackendError,
+    BackendOptions,
     StorageBackend,
     StorageFullError,
     StoreLockedError,
@@ -44,12 +45,12 @@ from smriti_embedded_graph.cooccurs import CoOccursMixin
 from smriti_embedded_graph.erase import EraseMixin
 from smriti_embedded_graph.queries import QueriesMixin
 from smriti_embedded_graph.seek import SeekMixin
+from smriti_embedded_graph.settings import BUFFER_MB, OLD_CACHE_MB, SETTINGS
 from smriti_embedded_graph.writebehind import WriteBehindMixin
 from smriti_embedded_graph.writes import WritesMixin
 
 if TYPE_CHECKING:
     from smriti.backend import Cue
-    from smriti.config import Settings
 
 log = get_logger(__name__)
 #: The largest a store may grow. Kùzu reserves this much address space per open store
@@ -57,15 +58,8 @@ log = get_logger(__name__)
 #: SMRITI_OWNER=off) ran out of it after about 15; at 1 TB, over a hundred fit.
 MAX_DB_BYTES = 1 << 40
 
-#: The budget of the vector cache and mirror this backend kept before the core's working
-#: set replaced them; ``SMRITI_WORKING_SET_MB`` is the setting now.
-OLD_CACHE_ENV = "SMRITI_KUZU_CACHE_MB"
-#: Kùzu's page buffer pool; 0 keeps Kùzu's default (80 % of the machine's memory, used
-#: only as pages are touched). A small pool is risky: with 256 MB, the commit of a bulk
-#: import at 100k memories failed with "buffer pool is full" (README).
-BUFFER_ENV = "SMRITI_KUZU_BUFFER_MB"
+#: Kùzu's default page buffer pool (``settings.BUFFER_MB``).
 DEFAULT_BUFFER_MB = 0
-MIN_BUFFER_MB = 64
 #: The database file of each engine built on this library, and the engine's name: a
 #: store of one is never opened as an empty store of the other.
 ENGINE_FILES = {"memory.kuzu": ("Kùzu", "kuzu"), "memory.lbug": ("LadybugDB", "ladybug")}
@@ -110,6 +104,7 @@ class EmbeddedGraphBackend(
     single_process: ClassVar[bool] = True
     #: Nobody else writes the store while it is open: the engine keeps a working set.
     sole_writer = True
+    declared_settings = SETTINGS
 
     def __init__(
         self,
@@ -167,24 +162,20 @@ class EmbeddedGraphBackend(
         self._init_write_behind()
 
     @classmethod
-    def from_settings(cls, settings: Settings, user: str) -> EmbeddedGraphBackend:
-        """The store of ``user`` under ``STORAGE_LOCATION``, its pool size from the env.
+    def from_options(cls, options: BackendOptions) -> EmbeddedGraphBackend:
+        """The store in the user's directory, its buffer pool from ``BUFFER_MB``.
 
         Kùzu's own indexes are built only when no working set will answer recall
-        (``smriti.index.wanted``)."""
-        buffer_mb = _megabytes(settings.env, BUFFER_ENV, DEFAULT_BUFFER_MB, 0)
-        if 0 < buffer_mb < MIN_BUFFER_MB:
-            raise BackendError(
-                f"{BUFFER_ENV}={buffer_mb} must be 0 (Kùzu's default) or at least {MIN_BUFFER_MB}"
-            )
-        if settings.env.get(OLD_CACHE_ENV, "").strip():
+        (``options.working_set``)."""
+        if options.get(OLD_CACHE_MB):
             log.warning(
-                f"{OLD_CACHE_ENV} is no longer used: the memory budget of every backend's "
+                f"{OLD_CACHE_MB.env} is no longer used: the memory budget of every backend's "
                 "working set is SMRITI_WORKING_SET_MB",
-                value=settings.env[OLD_CACHE_ENV],
+                value=options.get(OLD_CACHE_MB),
             )
-        backend = cls(user, settings.user_dir(user) / cls.db_file, buffer_mb=buffer_mb)
-        backend.native_indexes = not index.wanted(settings, backend)
+        path = options.user_dir / cls.db_file
+        backend = cls(options.user, path, buffer_mb=options.get(BUFFER_MB))
+        backend.native_indexes = not options.working_set
         return backend
 
     # -- lifecycle -------------------------------------------------------------------
@@ -596,17 +587,3 @@ class EmbeddedGraphBackend(
             return os.path.getsize(self.path)
         except OSError:
             return 0
-
-
-def _megabytes(env: Mapping[str, str], name: str, default: int, minimum: int) -> int:
-    """An integer number of megabytes from ``env[name]`` (``default`` when unset)."""
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise BackendError(f"{name}={raw!r} is not an integer (megabytes)") from None
-    if value < minimum:
-        raise BackendError(f"{name}={raw!r} must be at least {minimum} (megabytes)")
-    return value

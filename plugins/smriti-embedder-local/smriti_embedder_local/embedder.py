@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -18,12 +18,11 @@ import numpy as np
 
 from smriti import ConfigError, Embedder, ProviderError, get_logger
 from smriti_embedder_local.deferred import (
-    DEFAULT_TIMEOUT,
-    TIMEOUT_VARIABLE,
     PinnedModelEmbedder,
 )
 from smriti_embedder_local.model_files import ModelFiles, from_directory, from_hub, repo_id
 from smriti_embedder_local.pinned import cache_problems, cache_root, is_offline, spec_from_env
+from smriti_embedder_local.settings import LOAD_TIMEOUT, LOCAL_MODEL, LOCAL_THREADS, SETTINGS
 
 if TYPE_CHECKING:
     from smriti.config import Settings
@@ -51,6 +50,7 @@ class LocalEmbedder(Embedder):
     description: ClassVar[str] = "local ONNX sentence embeddings (onnxruntime, no torch)"
     #: Texts per onnxruntime call; texts are sorted by length so padding stays small.
     batch_size: ClassVar[int] = 16
+    declared_settings = SETTINGS
 
     def __init__(self, files: ModelFiles, *, threads: int | None = None) -> None:
         import onnxruntime as ort
@@ -97,11 +97,11 @@ class LocalEmbedder(Embedder):
         explicit ``local`` with the model neither cached nor downloadable
         (``HF_HUB_OFFLINE``) is a ConfigError.
         """
-        threads = _threads_setting(settings)
-        value = settings.local_model_path.strip()
+        env = settings.env or dict(os.environ)
+        threads = LOCAL_THREADS.read(env)
+        value = LOCAL_MODEL.read(env)
         if value:
             return cls(_configured_files(value), threads=threads)
-        env = settings.env or dict(os.environ)
         spec = spec_from_env(env)
         root = cache_root(env)
         if explicit and is_offline(env) and cache_problems(spec, root, full=False):
@@ -116,7 +116,7 @@ class LocalEmbedder(Embedder):
             env,
             threads=threads,
             allow_fallback=not explicit,
-            timeout=_timeout_setting(env),
+            timeout=LOAD_TIMEOUT.read(env),
         )
 
     def __repr__(self) -> str:
@@ -176,28 +176,6 @@ def default_threads() -> int:
     return max(1, min(MAX_DEFAULT_THREADS, os.cpu_count() or 1))
 
 
-def _threads_setting(settings: Settings) -> int | None:
-    raw = (settings.env or {}).get("SMRITI_LOCAL_THREADS", "").strip()
-    if not raw:
-        return None
-    if not raw.isdigit() or not 1 <= int(raw) <= 256:
-        raise ConfigError(f"SMRITI_LOCAL_THREADS={raw!r} is invalid (allowed: 1..256)")
-    return int(raw)
-
-
-def _timeout_setting(env: Mapping[str, str]) -> float:
-    raw = env.get(TIMEOUT_VARIABLE, "").strip()
-    if not raw:
-        return DEFAULT_TIMEOUT
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 < value <= 86_400:
-        raise ConfigError(
-            f"{TIMEOUT_VARIABLE}={raw!r} is invalid (allowed: seconds, 0 < s <= 86400)"
-        )
-    return value
 
 
 def _configured_files(value: str) -> ModelFiles:

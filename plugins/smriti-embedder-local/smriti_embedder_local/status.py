@@ -16,6 +16,7 @@ from smriti_embedder_local.pinned import (
     last_error,
     spec_from_env,
 )
+from smriti_embedder_local.settings import LOCAL_MODEL
 
 if TYPE_CHECKING:
     from smriti.config import Settings
@@ -50,7 +51,7 @@ def status(settings: Settings, *, verify: bool = False) -> dict[str, Any]:
     Raises ConfigError when ``SMRITI_MODEL_SPEC`` names a file that is not a spec.
     """
     env = settings.env or dict(os.environ)
-    configured = settings.local_model_path.strip()
+    configured = LOCAL_MODEL.read(env)
     if configured:
         return _configured(configured)
     spec = spec_from_env(env)

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from smriti.backend import (
     Association,
+    BackendOptions,
     CoOccurrence,
     Cue,
     Engram,
@@ -42,9 +43,6 @@ from smriti.default_plugins.sqlite.database import Database
 from smriti.default_plugins.sqlite.reads import Reader
 from smriti.default_plugins.sqlite.vectors import VectorTable
 from smriti.default_plugins.sqlite.writes import Writer
-
-if TYPE_CHECKING:
-    from smriti.config import Settings
 
 DB_FILE = "smriti.sqlite3"
 
@@ -68,9 +66,9 @@ class SqliteBackend(StorageBackend):
         self._writer = Writer(self.db)
 
     @classmethod
-    def from_settings(cls, settings: Settings, user: str) -> SqliteBackend:
-        """The store of ``user`` under ``STORAGE_LOCATION``."""
-        return cls(user, settings.user_dir(user) / DB_FILE)
+    def from_options(cls, options: BackendOptions) -> SqliteBackend:
+        """The store of the user in their directory under ``STORAGE_LOCATION``."""
+        return cls(options.user, options.user_dir / DB_FILE)
 
     # -- lifecycle -------------------------------------------------------------------
     def open(self) -> None:
