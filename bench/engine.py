@@ -22,6 +22,12 @@ Usage::
     uv run python bench/engine.py --sizes 10k,100k --backends kuzu,ladybug  # side by side
     uv run python bench/engine.py --start-servers      # also start FalkorDB and Neo4j
     uv run python bench/engine.py --sizes 10k --backends kuzu --profile
+    uv run python bench/engine.py --sizes 100k --backends kuzu,ladybug --rounds 3
+
+``--rounds N`` runs every backend N times, alternating their order from round to round
+(A B, B A, A B ...), and reports for each figure the median of its rounds: on a shared
+machine the load drifts over the minutes one run takes, and a single pass in a fixed
+order credits that drift to whichever backend ran at the quieter moment.
 
 Results: a table on stdout and JSON in bench/results/engine-<timestamp>.json.
 """
@@ -31,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -358,6 +365,32 @@ def store_latencies(engine: Any, extra: Sequence[Any]) -> tuple[dict, dict, int]
         engine.embedder = real
 
 
+def median_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per backend and size: each figure the median of its rounds' figures (a
+    round that failed is left out; a backend whose every round failed keeps its error)."""
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for run in runs:
+        groups.setdefault((run["backend"], run["size"]), []).append(run)
+    rows = []
+    for group in groups.values():
+        ok = [r for r in group if "error" not in r]
+        rows.append({**_median(ok), "rounds": len(ok)} if ok else group[0])
+    return rows
+
+
+def _median(values: list[Any]) -> Any:
+    """The median of numbers, recursively through dicts of the same shape; else the first."""
+    first = values[0]
+    if isinstance(first, dict):
+        return {k: _median([v[k] for v in values if k in v]) for k in first}
+    numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    if len(numbers) == len(values):
+        median = statistics.median(numbers)
+        whole = all(isinstance(v, int) for v in numbers) and median == int(median)
+        return int(median) if whole else round(median, 3)
+    return first
+
+
 def print_rows(rows: list[dict[str, Any]]) -> None:
     """The summary table on stdout."""
     headers = [
@@ -396,6 +429,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--backends", default="", help="comma-separated names (default: installed)")
     p.add_argument("--queries", type=int, default=100, help="recall/search/list calls per run")
     p.add_argument("--stores", type=int, default=200, help="store calls per run")
+    p.add_argument("--rounds", type=int, default=1, help="runs per backend, order alternated")
     p.add_argument("--start-servers", action="store_true", help="start FalkorDB and Neo4j")
     p.add_argument("--profile", action="store_true", help="pyinstrument profile of recall")
     p.add_argument("--out", type=Path, default=None, help="JSON output path")
@@ -417,24 +451,33 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     names = [b.strip() for b in args.backends.split(",") if b.strip()] or installed_backends()
     servers = Servers(start=args.start_servers)
-    rows: list[dict[str, Any]] = []
+    runs: list[dict[str, Any]] = []
     skipped: dict[str, str] = {}
     try:
+        envs = {}
         for backend in names:
-            env = servers.environment(backend)
-            if env is None:
+            envs[backend] = servers.environment(backend)
+            if envs[backend] is None:
                 skipped[backend] = "server not reachable (set its address or --start-servers)"
-                continue
+        reachable = [b for b in names if envs[b] is not None]
+        for round_no in range(args.rounds):
             for size in sizes:
-                log.warning("running", backend=backend, size=size)
-                rows.append(run_worker(backend, size, env, args))
+                for backend in reachable if round_no % 2 == 0 else reachable[::-1]:
+                    log.warning("running", backend=backend, size=size, round=round_no + 1)
+                    row = run_worker(backend, size, envs[backend], args)
+                    runs.append({**row, "round": round_no + 1})
     finally:
         servers.stop()
+    rows = median_rows(runs) if args.rounds > 1 else runs
+    if args.rounds > 1:
+        print(f"Median of {args.rounds} rounds, backends in alternating order.")
     print_rows(rows)
     for backend, why in skipped.items():
         print(f"skipped {backend}: {why}")
     payload = {"machine": machine(), "args": vars(args), "rows": rows, "skipped": skipped,
                "server_settings": servers.settings}  # fmt: skip
+    if args.rounds > 1:
+        payload["runs"] = runs
     print(f"results: {write_results('engine', payload, args.out)}")
 
 
