@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from smriti.backend import EngramStats, StorageBackend, StoredMemory
     from smriti.backup import BackupProvider, Fetched, SnapshotConflict, SyncReport
     from smriti.clustering import Clusterer, ClusterResult
+    from smriti.config import Settings
     from smriti.doctor.checks import Check as DoctorCheck
     from smriti.embedding import Embedder
     from smriti.extraction import CueExtractor
@@ -55,6 +56,8 @@ _LAZY = {
     "get_logger": "smriti.logs",
     "Progress": "smriti.progress",
     "DoctorCheck": "smriti.doctor.checks",
+    # What a component's ``from_settings`` receives (the core settings, validated).
+    "Settings": "smriti.config",
     "EngramStats": "smriti.backend",
     "StorageBackend": "smriti.backend",
     "StoredMemory": "smriti.backend",
@@ -98,6 +101,7 @@ __all__ = [
     "Progress",
     "ProviderError",
     "Setting",
+    "Settings",
     "SmritiError",
     "SnapshotConflict",
     "StorageBackend",

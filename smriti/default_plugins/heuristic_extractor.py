@@ -9,9 +9,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from smriti import CueExtractor, CueRef, Extraction, hookimpl
+from smriti import CueExtractor, CueRef, Extraction, Settings, hookimpl
 from smriti.backend import STOPWORDS, stem, terms
-from smriti.config import Settings
 
 MAX_CUES = 10
 SUMMARY_CHARS = 240

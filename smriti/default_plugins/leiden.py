@@ -19,8 +19,7 @@ import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from smriti import Clusterer, ClusterResult, hookimpl
-from smriti.config import Settings
+from smriti import Clusterer, ClusterResult, Settings, hookimpl
 
 SEED = 42
 PROFILE = (0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0)

@@ -16,9 +16,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from smriti import Embedder, hookimpl
+from smriti import Embedder, Settings, hookimpl
 from smriti.backend import terms
-from smriti.config import Settings
 
 DIMS = 384
 TRIGRAM_WEIGHT = 0.35

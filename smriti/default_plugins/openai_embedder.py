@@ -26,7 +26,7 @@ from smriti.default_plugins._openai_common import (
 if TYPE_CHECKING:
     from openai import OpenAI
 
-    from smriti.config import Settings
+    from smriti import Settings
 
 log = get_logger(__name__)
 

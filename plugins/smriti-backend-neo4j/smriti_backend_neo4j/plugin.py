@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING
 from smriti import StorageBackend, hookimpl
 
 if TYPE_CHECKING:
-    from smriti import BackupProvider, DoctorCheck
-    from smriti.config import Settings
+    from smriti import BackupProvider, DoctorCheck, Settings
 
 
 @hookimpl

@@ -13,8 +13,7 @@ from smriti import hookimpl
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from smriti import BackupProvider, DoctorCheck, StorageBackend
-    from smriti.config import Settings
+    from smriti import BackupProvider, DoctorCheck, Settings, StorageBackend
 
 
 @hookimpl

@@ -46,7 +46,7 @@ from smriti_backup_git.git import Git, redact
 from smriti_backup_git.settings import GIT_BASE_URL, GIT_BRANCH, GIT_TIMEOUT, SETTINGS
 
 if TYPE_CHECKING:
-    from smriti.config import Settings
+    from smriti import Settings
 
 log = get_logger(__name__)
 

@@ -34,7 +34,7 @@ from smriti.backend import open_private, private_dir
 from smriti_backup_s3.settings import S3_BUCKET, S3_ENDPOINT, S3_REGION, SETTINGS
 
 if TYPE_CHECKING:
-    from smriti.config import Settings
+    from smriti import Settings
 
 log = get_logger(__name__)
 

@@ -25,7 +25,7 @@ from smriti_embedder_local.pinned import cache_problems, cache_root, is_offline,
 from smriti_embedder_local.settings import LOAD_TIMEOUT, LOCAL_MODEL, LOCAL_THREADS, SETTINGS
 
 if TYPE_CHECKING:
-    from smriti.config import Settings
+    from smriti import Settings
 
 log = get_logger(__name__)
 

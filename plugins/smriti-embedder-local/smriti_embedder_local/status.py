@@ -19,7 +19,7 @@ from smriti_embedder_local.pinned import (
 from smriti_embedder_local.settings import LOCAL_MODEL
 
 if TYPE_CHECKING:
-    from smriti.config import Settings
+    from smriti import Settings
 
 
 def status(settings: Settings, *, verify: bool = False) -> dict[str, Any]:
