@@ -572,9 +572,10 @@ def test_a_store_opened_without_a_working_set_drops_its_snapshot(
     env = {"STORAGE_LOCATION": str(tmp_path), "ACCESSING_USER": "alice", "DB_TYPE": "sqlite"}
     inner = SqliteBackend.from_settings(Settings.from_env(env), "alice")
     inner.sole_writer = True  # as a store only one process opens (Kùzu) says
-    on = index.wrap(Settings.from_env(env), inner)
+    user_dir = tmp_path / "alice"
+    on = index.wrap(inner, enabled=True, budget_mb=64, user_dir=user_dir)
     assert isinstance(on, IndexedBackend) and (tmp_path / "alice" / "working-set").exists()
-    off = index.wrap(Settings.from_env({**env, "SMRITI_WORKING_SET": "off"}), inner)
+    off = index.wrap(inner, enabled=False, budget_mb=64, user_dir=user_dir)
     assert off is inner and not (tmp_path / "alice" / "working-set").exists()
 
 

@@ -91,7 +91,13 @@ def choose_backend(registry: Registry, settings: Settings, user: str) -> Storage
     Every installed plugin's settings are validated first (``check_plugin_settings``),
     whichever backend is chosen; the backend is told its options (``BackendOptions``)."""
     check_plugin_settings(registry, settings)
-    return index.wrap(settings, build_backend(registry, settings, user))
+    backend = build_backend(registry, settings, user)
+    return index.wrap(
+        backend,
+        enabled=settings.working_set_for(backend.sole_writer),
+        budget_mb=settings.working_set_mb,
+        user_dir=settings.user_dir(backend.user),
+    )
 
 
 def build_backend(registry: Registry, settings: Settings, user: str) -> StorageBackend:
