@@ -68,6 +68,17 @@ _NEGATION = re.compile(r"\b(?:not|no|never|none|nothing|without|\w+n't)\b", re.I
 _MINUS = frozenset("-\u2010\u2011\u2012\u2013\u2014\u2212")
 
 
+def _is_punctuation(ch: str) -> bool:
+    return unicodedata.category(ch).startswith("P")
+
+
+#: The ASCII punctuation characters (Unicode category P): the only ones an ASCII text's
+#: repeat key can change.
+_ASCII_PUNCTUATION = re.compile(
+    "[{}]".format(re.escape("".join(filter(_is_punctuation, map(chr, range(128))))))
+)
+
+
 def normalised_text(text: str) -> str:
     """The repeat key: NFKC, case-folded, punctuation read as a word break, whitespace
     collapsed, invisible format characters dropped.
@@ -77,19 +88,35 @@ def normalised_text(text: str) -> str:
     follow a word ("-5"). So "We chose option A." repeats "we chose  option a", while
     "3.5" and "35", or "-5" and "5", stay different facts.
     """
+    if text.isascii():
+        # Every store keys its nearest neighbours' texts: in ASCII (NFKC and case-folding
+        # are lower(), no format characters) only the punctuation needs a look.
+        folded = text.lower()
+        return " ".join(_ASCII_PUNCTUATION.sub(lambda m: _kept(folded, m.start()), folded).split())
+    return _normalised_unicode(text)
+
+
+def _kept(folded: str, i: int) -> str:
+    """The punctuation character at ``folded[i]`` if it carries a number's meaning, else
+    a space."""
+    ch = folded[i]
+    before = folded[i - 1] if i > 0 else " "
+    after = folded[i + 1] if i < len(folded) - 1 else " "
+    numeric = before.isdigit() and after.isdigit()
+    minus = ch in _MINUS and after.isdigit() and not before.isalnum()
+    return ch if numeric or minus else " "
+
+
+def _normalised_unicode(text: str) -> str:
+    """``normalised_text`` for any text, a character at a time."""
     folded = unicodedata.normalize("NFKC", text).casefold()
     out: list[str] = []
-    last = len(folded) - 1
     for i, ch in enumerate(folded):
         kind = unicodedata.category(ch)
         if kind == "Cf":
             continue
         if kind.startswith("P") or ch in _MINUS:
-            before = folded[i - 1] if i > 0 else " "
-            after = folded[i + 1] if i < last else " "
-            numeric = before.isdigit() and after.isdigit()
-            minus = ch in _MINUS and after.isdigit() and not before.isalnum()
-            out.append(ch if numeric or minus else " ")
+            out.append(_kept(folded, i))
         else:
             out.append(ch)
     return " ".join("".join(out).split())
