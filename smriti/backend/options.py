@@ -26,13 +26,13 @@ T = TypeVar("T")
 class BackendOptions:
     """The options of one backend instance.
 
-    ``user`` is the canonical user name the instance serves; ``user_dir`` the user's
-    directory under ``STORAGE_LOCATION`` (where an embedded backend keeps its files; a
-    server backend may ignore it); ``working_set`` whether the engine answers recall
-    reads from a working set in memory in front of the backend (``smriti.index``), so
-    the backend need not build native vector or full-text indexes; ``settings`` the
-    validated values of the backend's declared settings, by variable (``get`` reads
-    one).
+    ``user`` is the user name the instance serves (canonical when the engine builds
+    it); ``user_dir`` the user's directory under ``STORAGE_LOCATION`` (where an
+    embedded backend keeps its files; a server backend may ignore it);
+    ``working_set`` whether the engine answers recall reads from a working set in
+    memory in front of the backend (``smriti.index``), so the backend need not build
+    native vector or full-text indexes; ``settings`` the validated values of the
+    backend's declared settings, by variable (``get`` reads one).
     """
 
     user: str
@@ -51,6 +51,7 @@ class BackendOptions:
         cls, backend: type[StorageBackend], settings: Settings, user: str
     ) -> BackendOptions:
         """The options the engine passes ``backend`` for ``user`` under ``settings``:
+        the user as given (the engine gives the canonical spelling) and its directory,
         its declared settings read (and validated) from the settings' environment, and
         a working set when ``Settings.working_set_for`` says so."""
         return cls(
