@@ -25,13 +25,21 @@ from functools import lru_cache
 
 from smriti.model import Engram
 
-#: The one tokeniser's unit: a run of letters and digits of any script (underscores,
-#: apostrophes and other punctuation split runs).
-_RUN = r"[^\W_]+"
+#: The one tokeniser's unit: a run of letters and digits of any script, in text whose
+#: underscores became spaces (``_runs``), so underscores, apostrophes and other
+#: punctuation split runs. (``\w`` over the replaced text: ``[^\W_]`` matches the same
+#: and is twice as slow in ``re``.)
+_RUN = r"\w+"
 #: Index tokens: the runs themselves.
 TOKEN_RE = re.compile(_RUN, re.UNICODE)
 #: Words for ``terms``: runs joined by an apostrophe stay one word ("don't").
 WORD_RE = re.compile(rf"{_RUN}(?:['’]{_RUN})*", re.UNICODE)
+
+
+def _runs(text: str) -> str:
+    """``text`` with its underscores split off, ready for ``TOKEN_RE`` or ``WORD_RE``."""
+    return text.replace("_", " ")
+
 
 STOPWORDS = frozenset(
     """a about above after again against all also am an and any are aren't as at be because
@@ -73,7 +81,7 @@ def stem(word: str) -> str:
 
 def words(text: str) -> list[str]:
     """Word tokens of ``text`` in order (folded, apostrophes kept)."""
-    return WORD_RE.findall(fold(text))
+    return WORD_RE.findall(_runs(fold(text)))
 
 
 def terms(text: str) -> list[str]:
@@ -91,7 +99,7 @@ def terms(text: str) -> list[str]:
 
 def tokenize(text: str) -> list[str]:
     """Lower-cased runs of letters and digits of ``text`` (the index's tokens)."""
-    return TOKEN_RE.findall(text.lower())
+    return TOKEN_RE.findall(_runs(text.lower()))
 
 
 #: token -> its index term ("" for a stopword); cleared when it grows past TERM_CACHE.
