@@ -19,6 +19,7 @@ from smriti.errors import BackupError
 
 if TYPE_CHECKING:
     from smriti.config import Settings
+    from smriti.setting import Setting
 
 
 class SnapshotConflict(BackupError):
@@ -73,6 +74,9 @@ class BackupProvider(ABC):
     name: ClassVar[str]
     aliases: ClassVar[tuple[str, ...]] = ()
     description: ClassVar[str] = ""
+    #: The settings (environment variables) this component reads (``smriti.Setting``):
+    #: validated at startup, listed by ``smriti doctor`` and the settings reference.
+    declared_settings: ClassVar[tuple[Setting[Any], ...]] = ()
 
     def __init__(self, settings: Settings, user: str) -> None:
         self.settings = settings

@@ -5,10 +5,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from smriti.config import Settings
+    from smriti.setting import Setting
 
 
 @dataclass(slots=True)
@@ -25,6 +26,9 @@ class Clusterer(ABC):
     name: ClassVar[str]
     priority: ClassVar[int] = 0
     description: ClassVar[str] = ""
+    #: The settings (environment variables) this component reads (``smriti.Setting``):
+    #: validated at startup, listed by ``smriti doctor`` and the settings reference.
+    declared_settings: ClassVar[tuple[Setting[Any], ...]] = ()
 
     @classmethod
     @abstractmethod

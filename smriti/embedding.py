@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 if TYPE_CHECKING:
     from smriti.config import Settings
+    from smriti.doctor.checks import Check as DoctorCheck
+    from smriti.setting import Setting
 
 
 class Embedder(ABC):
@@ -25,6 +27,9 @@ class Embedder(ABC):
     #: Rank among configured embedders when ``SMRITI_EMBEDDER=auto`` (higher wins).
     priority: ClassVar[int] = 0
     description: ClassVar[str] = ""
+    #: The settings (environment variables) this component reads (``smriti.Setting``):
+    #: validated at startup, listed by ``smriti doctor`` and the settings reference.
+    declared_settings: ClassVar[tuple[Setting[Any], ...]] = ()
 
     @classmethod
     @abstractmethod
@@ -34,6 +39,14 @@ class Embedder(ABC):
         ``explicit`` is True when the user named this embedder; then return an
         instance or raise ConfigError saying what is missing.
         """
+
+    @classmethod
+    def doctor_check(cls, settings: Settings, *, explicit: bool) -> DoctorCheck | None:
+        """What ``smriti doctor`` says of this embedder when the settings may choose it,
+        found without loading a model or calling a server (``explicit``: the user named
+        it, so it cannot fall back). None (the default): doctor describes a built-in
+        from ``from_settings``, and reports a plugin's as not started."""
+        return None
 
     @property
     @abstractmethod

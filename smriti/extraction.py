@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from smriti.model import Extraction
 
 if TYPE_CHECKING:
     from smriti.config import Settings
+    from smriti.setting import Setting
 
 
 class CueExtractor(ABC):
@@ -21,6 +22,9 @@ class CueExtractor(ABC):
     name: ClassVar[str]
     priority: ClassVar[int] = 0
     description: ClassVar[str] = ""
+    #: The settings (environment variables) this component reads (``smriti.Setting``):
+    #: validated at startup, listed by ``smriti doctor`` and the settings reference.
+    declared_settings: ClassVar[tuple[Setting[Any], ...]] = ()
 
     @classmethod
     @abstractmethod

@@ -5,8 +5,6 @@ loading a model or calling a server (the servers are probed separately, in paral
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +13,6 @@ from smriti.doctor.checks import Check, fail, ok, warn
 from smriti.plugins import PluginReport, Registry
 from smriti.store_engine import backend_class
 
-LOCAL_PLUGIN = "smriti_embedder_local"
 #: Why the local embedder may be missing: ``smriti-server`` leaves it out where ONNX
 #: Runtime has no wheel (Intel macOS on Python 3.14).
 NO_LOCAL_EMBEDDER = (
@@ -82,8 +79,10 @@ def embedder_check(registry: Registry, settings: Settings) -> tuple[Check, str]:
 
 def _describe(cls: type[Any], settings: Settings, *, explicit: bool) -> Check | None:
     """A Check for the embedder ``cls``; None when ``choose_embedder`` would pass it over."""
-    if cls.name == "local":
-        return local_status(settings, explicit=explicit)
+    report = getattr(cls, "doctor_check", None)  # the embedder's own report, if any
+    own = report(settings, explicit=explicit) if report is not None else None
+    if own is not None:
+        return own
     if not cls.__module__.startswith("smriti."):
         return ok("embedder", f"{cls.name} ({cls.__module__}; not started by doctor)")
     instance = cls.from_settings(settings, explicit=explicit)
@@ -103,57 +102,6 @@ def _api_embedder_text(name: str, settings: Settings) -> str:
     dims = settings.embedding_dims or "learned from the first vector"
     url = redact_url(settings.effective_embedding_base_url)
     return f"{name}: {settings.embedding_model} at {url} (dims: {dims})"
-
-
-def local_status(settings: Settings, *, explicit: bool) -> Check:
-    """The local embedder's model, from its own ``status(settings)`` (no network, no load)."""
-    module = importlib.import_module(LOCAL_PLUGIN)
-    status = getattr(module, "status", None)
-    if not callable(status):
-        return ok("embedder", "local (this version of the plugin reports no model status)")
-    check = _from_status(status(settings))
-    if explicit and check.status == "warn":  # SMRITI_EMBEDDER=local does not fall back
-        return fail(
-            "embedder", check.detail.replace(", so the lexical embedder is used", ""), check.fix
-        )
-    return check
-
-
-def _from_status(data: Mapping[str, Any]) -> Check:
-    """A Check from the dict ``smriti_embedder_local.status(settings)`` returns."""
-    model = data.get("model") or "the default model"
-    problems = data.get("problems") or {}
-    if data.get("source") == "directory" and problems:
-        listed = ", ".join(
-            why if name == "." else f"{name} {why}" for name, why in problems.items()
-        )
-        return fail(
-            "embedder",
-            f"local: SMRITI_LOCAL_MODEL={model}: {listed}",
-            "point SMRITI_LOCAL_MODEL at a directory with model.onnx and tokenizer.json",
-        )
-    if data.get("fallback_reason"):
-        return warn(
-            "embedder",
-            f"local: {model} is unavailable ({data['fallback_reason']}), so the lexical "
-            "embedder is used",
-            "run once with internet access (the model is downloaded on first use), "
-            "or set SMRITI_LOCAL_MODEL to a model directory",
-        )
-    if data.get("cached"):
-        where = f" in {data['path']}" if data.get("path") else ""
-        return ok("embedder", f"local: {model} ({data.get('model_id') or 'model'}), cached{where}")
-    if data.get("source") == "hub-name":
-        return ok("embedder", f"local: {model} from the Hugging Face Hub (fetched on first use)")
-    missing = data.get("missing_bytes")
-    size = f"{missing / 2**20:.0f} MB " if isinstance(missing, int) else ""
-    endpoint = data.get("endpoint") or "the Hugging Face Hub"
-    error = f"; last attempt failed: {data['last_error']}" if data.get("last_error") else ""
-    return ok(
-        "embedder",
-        f"local: {model}, not downloaded yet ({size}from {endpoint} on first use{error})",
-        "doctor never downloads it; the first store or recall does",
-    )
 
 
 def extractor_check(registry: Registry, settings: Settings) -> tuple[Check, str]:

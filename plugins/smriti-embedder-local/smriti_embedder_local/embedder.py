@@ -25,7 +25,7 @@ from smriti_embedder_local.pinned import cache_problems, cache_root, is_offline,
 from smriti_embedder_local.settings import LOAD_TIMEOUT, LOCAL_MODEL, LOCAL_THREADS, SETTINGS
 
 if TYPE_CHECKING:
-    from smriti import Settings
+    from smriti import DoctorCheck, Settings
 
 log = get_logger(__name__)
 
@@ -84,6 +84,13 @@ class LocalEmbedder(Embedder):
             model=self._model_id,
             threads=options.intra_op_num_threads,
         )
+
+    @classmethod
+    def doctor_check(cls, settings: Settings, *, explicit: bool) -> DoctorCheck | None:
+        """The model's state for ``smriti doctor``, without loading or downloading it."""
+        from smriti_embedder_local.doctor import local_check
+
+        return local_check(settings, explicit=explicit)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, explicit: bool = False) -> Embedder | None:
