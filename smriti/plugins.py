@@ -226,22 +226,23 @@ class Registry:
         (``declared_settings``), in registration order, each variable once.
 
         One declaration may be shared by several classes (a subclass, or two plugins
-        built on one library); two different declarations of one variable, or a
-        plugin's declaration of a core setting, is a DuplicatePluginError."""
+        built on one library: ``plugin`` then names them all, comma-separated); two
+        different declarations of one variable, or a plugin's declaration of a core
+        setting, is a DuplicatePluginError."""
         from smriti.config import core_settings
 
         core = {declared.env for _, declared in core_settings()}
-        found: dict[str, tuple[str, Setting[Any]]] = {}
+        found: dict[str, tuple[list[str], Setting[Any]]] = {}
         for kind, classes in self.classes.items():
             for name, cls in classes.items():
                 plugin = self.owners[(kind, name)]
                 for declared in getattr(cls, "declared_settings", ()):
                     self._add_setting(found, core, plugin, declared)
-        return list(found.values())
+        return [(", ".join(plugins), declared) for plugins, declared in found.values()]
 
     @staticmethod
     def _add_setting(
-        found: dict[str, tuple[str, Setting[Any]]],
+        found: dict[str, tuple[list[str], Setting[Any]]],
         core: set[str],
         plugin: str,
         declared: Setting[Any],
@@ -250,13 +251,14 @@ class Registry:
             raise DuplicatePluginError(
                 f"plugin {plugin!r} declares {declared.env}, a core setting; rename its setting"
             )
-        seen = found.get(declared.env)
-        if seen is not None and seen[1] is not declared and seen[1] != declared:
+        plugins, seen = found.setdefault(declared.env, ([], declared))
+        if seen is not declared and seen != declared:
             raise DuplicatePluginError(
-                f"setting {declared.env} is declared differently by {seen[0]!r} and "
+                f"setting {declared.env} is declared differently by {plugins[0]!r} and "
                 f"{plugin!r}; uninstall or disable one (SMRITI_DISABLE_PLUGINS)"
             )
-        found.setdefault(declared.env, (plugin, declared))
+        if plugin not in plugins:
+            plugins.append(plugin)
 
     def setting_values(self, environ: Mapping[str, str]) -> dict[str, Any]:
         """Every declared plugin setting's value in ``environ``, by variable: validated

@@ -81,6 +81,18 @@ def test_the_registry_collects_declarations_once_and_refuses_conflicts() -> None
         def register_storage_backends() -> list[type[Any]]:
             return [Other]
 
+    class Sibling(SqliteBackend):  # another plugin built on the same library
+        name: ClassVar[str] = "sibling"
+        declared_settings = (DEPTH,)
+
+    class SiblingPlugin:
+        @staticmethod
+        @hookimpl
+        def register_storage_backends() -> list[type[Any]]:
+            return [Sibling]
+
+    shared = registry(("recording-plugin", Plugin), ("sibling-plugin", SiblingPlugin))
+    assert ("recording-plugin, sibling-plugin", DEPTH) in shared.declared_settings()
     both = registry(("recording-plugin", Plugin), ("other-plugin", OtherPlugin))
     with pytest.raises(DuplicatePluginError, match="TEST_COLOUR.*'recording-plugin'.*'other"):
         both.declared_settings()

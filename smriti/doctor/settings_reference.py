@@ -247,7 +247,11 @@ def product_settings() -> list[tuple[str, Setting[Any]]]:
     pm, report = create_plugin_manager()
     dists = {info.name: info.distribution for info in report.loaded}
     declared = Registry(pm).declared_settings()
-    return [(plugin, s) for plugin, s in declared if dists.get(plugin) in product]
+    return [
+        (plugins, s)
+        for plugins, s in declared
+        if any(dists.get(p) in product for p in plugins.split(", "))
+    ]
 
 
 def _product_distributions() -> set[str]:

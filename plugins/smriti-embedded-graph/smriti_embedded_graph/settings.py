@@ -16,7 +16,9 @@ def buffer_megabytes(name: str, raw: str) -> int:
     try:
         value = int(raw.strip())
     except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not an integer (megabytes)") from None
+        raise ConfigError(
+            f"{name}={raw!r} is not an integer (allowed: 0, or {MIN_BUFFER_MB} megabytes and more)"
+        ) from None
     if value < 0:
         raise ConfigError(f"{name}={raw!r} must be at least 0 (megabytes)")
     if 0 < value < MIN_BUFFER_MB:
