@@ -9,8 +9,7 @@ from collections.abc import Callable
 from smriti_backend_falkor import queries as Q
 from smriti_backend_falkor.backend import SCHEMA_VERSION, FalkorBackend
 
-from smriti.backend import Expand, Seek
-from smriti.model import EngramUpdate, Link
+from smriti.backend import EngramUpdate, Expand, Link, Seek
 from smriti.testing import GraphBuilder
 
 build = GraphBuilder(8)

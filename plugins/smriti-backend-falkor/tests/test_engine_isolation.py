@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from smriti_backend_falkor.connection import graph_name_for
 
+from smriti import NotFound
 from smriti.config import Settings
 from smriti.engine import Engine
-from smriti.errors import NotFound
 from smriti.plugins import create_plugin_manager
 
 from .conftest import drop_graphs

@@ -10,8 +10,7 @@ from datetime import timedelta
 
 from smriti_backend_falkor.backend import FalkorBackend
 
-from smriti.backend import Listing, list_key, listing_sorted
-from smriti.model import Engram, EngramUpdate
+from smriti.backend import Engram, EngramUpdate, Listing, list_key, listing_sorted
 from smriti.testing import T0, GraphBuilder
 
 build = GraphBuilder(8)

@@ -10,8 +10,8 @@ from smriti_backend_falkor.backend import FalkorBackend
 from smriti_backend_falkor.connection import graph_name_for, parse_addr, safe_graph_component
 from smriti_backend_falkor.embedded import FalkorLiteBackend
 
+from smriti import ConfigError
 from smriti.config import Settings
-from smriti.errors import ConfigError
 from smriti.plugins import Registry, create_plugin_manager
 from smriti.testing import GraphBuilder
 

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from smriti_backend_falkor.backend import FalkorBackend
 
-from smriti.backend import Seek
-from smriti.errors import BackendError
+from smriti.backend import BackendError, Seek
 from smriti.testing import GraphBuilder
 
 from .conftest import FalkorServer, free_port

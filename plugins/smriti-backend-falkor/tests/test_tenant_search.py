@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 from smriti_backend_falkor.backend import FalkorBackend
 
-from smriti.backend import Seek, unit
-from smriti.model import Association, Cue, Link
+from smriti.backend import Association, Cue, Link, Seek, unit
 from smriti.testing import T0, GraphBuilder
 
 DIMS = 16

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from smriti_backend_falkor.backend import FalkorBackend
 
-from smriti.errors import ConfigError
+from smriti import ConfigError
 from smriti.testing import GraphBuilder
 
 

@@ -9,9 +9,7 @@ import numpy as np
 import pytest
 from smriti_backend_falkor.backend import SCHEMA_VERSION, FalkorBackend
 
-from smriti.backend import Expand, Listing, Seek
-from smriti.errors import BackendError
-from smriti.model import EngramUpdate, Link
+from smriti.backend import BackendError, EngramUpdate, Expand, Link, Listing, Seek
 from smriti.testing import T0, GraphBuilder
 
 build = GraphBuilder(8)
@@ -202,7 +200,7 @@ def test_edge_pages_skip_nothing_when_edges_are_deleted_meanwhile(
 ) -> None:
     """Consolidation reads associations while it deletes pruned engrams: a page after
     the last pair seen, not SKIP n, so deleting earlier edges hides no later one."""
-    from smriti.model import Association
+    from smriti.backend import Association
 
     backend = make_backend("alice")
     backend.read_batch = 3  # type: ignore[misc]  # small pages, so deletes fall between

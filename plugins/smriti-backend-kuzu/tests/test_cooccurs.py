@@ -10,8 +10,7 @@ import pytest
 from smriti_backend_kuzu.backend import DB_FILE, KuzuBackend
 from smriti_embedded_graph import cooccurs, schema
 
-from smriti.errors import BackendError
-from smriti.model import CoOccurrence
+from smriti.backend import BackendError, CoOccurrence
 from smriti.testing import GraphBuilder
 
 Factory = Callable[..., KuzuBackend]
@@ -141,7 +140,7 @@ def test_failed_store_records_nothing(kuzu_factory: Factory) -> None:
 @pytest.mark.parametrize("targets", [0, 1, 3])
 def test_every_shape_of_store(kuzu_factory: Factory, new: int, known: int, targets: int) -> None:
     """A store writes exactly what the memory holds: new and known cues, pairs, targets."""
-    from smriti.model import Association
+    from smriti.backend import Association
 
     backend = kuzu_factory("alice")
     old_cues = [build.cue(f"old{i}") for i in range(2)]
@@ -166,7 +165,7 @@ def test_every_shape_of_store(kuzu_factory: Factory, new: int, known: int, targe
 
 
 def test_an_association_to_itself_is_stored(kuzu_factory: Factory) -> None:
-    from smriti.model import Association
+    from smriti.backend import Association
 
     backend = kuzu_factory("alice")
     backend.add_memory(build.engram(1), [], [])

@@ -21,12 +21,21 @@ from smriti_embedded_graph import schema
 from smriti_embedded_graph.codec import engram_params, vec_in
 from structlog.testing import capture_logs
 
-from smriti.backend import Expand, Listing, Seek
+from smriti import ConfigError
+from smriti.backend import (
+    Association,
+    BackendError,
+    CoOccurrence,
+    EngramUpdate,
+    Expand,
+    Link,
+    Listing,
+    Seek,
+    StoreLockedError,
+)
 from smriti.config import Settings
 from smriti.engine.components import choose_backend
-from smriti.errors import BackendError, ConfigError, StoreLockedError
 from smriti.index.indexed import IndexedBackend
-from smriti.model import Association, CoOccurrence, EngramUpdate, Link
 from smriti.plugins import Registry, create_plugin_manager
 from smriti.testing import GraphBuilder
 
@@ -40,7 +49,7 @@ def test_second_process_gets_store_locked_error(kuzu_factory: Factory) -> None:
     script = textwrap.dedent(
         f"""
         import sys
-        from smriti.errors import StoreLockedError
+        from smriti.backend import StoreLockedError
         from smriti_backend_kuzu.backend import KuzuBackend
         try:
             KuzuBackend("alice", {str(backend.path)!r}).open()

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from smriti_backend_ladybug.backend import DB_FILE, LadybugBackend
 
+from smriti.backend import BackendError
 from smriti.config import Settings
-from smriti.errors import BackendError
 from smriti.plugins import Registry, create_plugin_manager
 from smriti.store_engine import backend_class
 from smriti.testing import GraphBuilder

@@ -22,10 +22,9 @@ from typing import Any
 import pytest
 from smriti_backend_neo4j.backend import Neo4jBackend
 
-from smriti.backend import Seek
+from smriti.backend import BackendError, Seek
 from smriti.config import Settings
 from smriti.engine import Engine
-from smriti.errors import BackendError
 from smriti.plugins import create_plugin_manager
 from smriti.testing import GraphBuilder
 

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 from smriti_backend_neo4j.backend import Neo4jBackend
 
+from smriti.backend import BackendError
 from smriti.config import Settings
-from smriti.errors import BackendError
 
 from .conftest import ServerInfo, server_module
 

@@ -14,10 +14,8 @@ from hypothesis import strategies as st
 from smriti_backend_neo4j.backend import Neo4jBackend
 from smriti_backend_neo4j.naming import database_name_for
 
-from smriti.backend import Listing, Seek
+from smriti.backend import BackendError, EngramUpdate, Listing, Seek
 from smriti.config import Settings
-from smriti.errors import BackendError
-from smriti.model import EngramUpdate
 from smriti.testing import GraphBuilder
 
 from .conftest import ServerInfo

@@ -17,11 +17,10 @@ from hypothesis import strategies as st
 from smriti_backend_neo4j import reads as reads_module
 from smriti_backend_neo4j.backend import Neo4jBackend
 
-from smriti.backend import Listing, Seek, unit
+from smriti import NotFound
+from smriti.backend import Cue, EngramUpdate, Listing, Seek, unit
 from smriti.config import Settings
 from smriti.engine import Engine
-from smriti.errors import NotFound
-from smriti.model import Cue, EngramUpdate
 from smriti.plugins import create_plugin_manager
 from smriti.testing import GraphBuilder
 

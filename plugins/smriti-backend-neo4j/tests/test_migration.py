@@ -10,8 +10,7 @@ import neo4j
 import numpy as np
 from smriti_backend_neo4j.backend import SCHEMA_VERSION, Neo4jBackend
 
-from smriti.backend import Listing, Seek
-from smriti.model import EngramUpdate
+from smriti.backend import EngramUpdate, Listing, Seek
 from smriti.testing import T0, GraphBuilder
 from smriti.testing.storage_suite import assert_engram_equal
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from smriti_backend_neo4j.backend import Neo4jBackend
 
-from smriti.errors import ConfigError
+from smriti import ConfigError
 from smriti.testing import GraphBuilder
 
 from .conftest import ServerInfo

@@ -11,8 +11,8 @@ import smriti_backup_git.plugin as git_plugin
 from smriti_backup_git.git import redact
 from smriti_backup_git.provider import GitBackup, remote_url
 
+from smriti import BackupError, ConfigError
 from smriti.config import Settings
-from smriti.errors import BackupError, ConfigError
 from smriti.plugins import Registry, create_plugin_manager
 from smriti.testing.backup_suite import (
     SNAPSHOT,

@@ -16,9 +16,9 @@ from moto.server import ThreadedMotoServer
 from smriti_backup_s3.provider import S3Backup
 from structlog.testing import capture_logs
 
+from smriti import BackupError, ConfigError
 from smriti.config import Settings
 from smriti.engine.components import check_plugin_settings
-from smriti.errors import BackupError, ConfigError
 from smriti.plugins import Registry, create_plugin_manager
 from smriti.testing.backup_suite import (
     SNAPSHOT,

@@ -25,8 +25,7 @@ import pytest
 from smriti_embedded_graph import durability, writebehind
 from smriti_embedded_graph.testing import engine_under_test
 
-from smriti.backend import Listing, list_key
-from smriti.errors import BackendError, StorageFullError
+from smriti.backend import BackendError, Listing, StorageFullError, list_key
 from smriti.testing import GraphBuilder
 
 Backend = engine_under_test()

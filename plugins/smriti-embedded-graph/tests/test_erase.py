@@ -10,7 +10,7 @@ import pytest
 import smriti_embedded_graph.erase as erase
 from smriti_embedded_graph.testing import engine_under_test
 
-from smriti.errors import BackendError
+from smriti.backend import BackendError
 from smriti.testing import GraphBuilder
 
 Backend = engine_under_test()

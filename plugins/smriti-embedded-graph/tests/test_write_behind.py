@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 from smriti_embedded_graph.testing import engine_under_test
 
-from smriti.errors import BackendError
-from smriti.model import Association
+from smriti.backend import Association, BackendError
 from smriti.testing import GraphBuilder
 
 Backend = engine_under_test()
@@ -43,7 +42,7 @@ def _run_killed(path: Path, body: str) -> None:
     killed; the process must succeed."""
     script = f"""
 import os
-from smriti.model import Association
+from smriti.backend import Association
 from smriti.testing import GraphBuilder
 from smriti_embedded_graph.testing import engine_under_test
 

@@ -11,9 +11,9 @@ import pytest
 from smriti_embedder_local import LocalEmbedder
 from smriti_embedder_local import plugin as local_plugin
 
+from smriti import ConfigError
 from smriti.config import Settings
 from smriti.engine.components import choose_embedder
-from smriti.errors import ConfigError
 from smriti.plugins import Registry, create_plugin_manager
 
 SENTENCES = [

@@ -23,10 +23,10 @@ from smriti_embedder_local import plugin as local_plugin
 from smriti_embedder_local.deferred import PinnedModelEmbedder
 from smriti_embedder_local.pinned import DEFAULT_SPEC, ModelSpec, sha256_file
 
+from smriti import ConfigError, ProviderError
 from smriti.config import Settings
 from smriti.engine.components import choose_embedder
 from smriti.engine.core import EMBEDDING_MODEL_KEY, Engine
-from smriti.errors import ConfigError, ProviderError
 from smriti.plugins import Registry, create_plugin_manager
 
 FALLBACK_EVENT = "semantic embedding model unavailable"

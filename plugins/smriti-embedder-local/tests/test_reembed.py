@@ -15,10 +15,10 @@ import smriti_backend_kuzu.plugin as kuzu_plugin  # the product's default store
 from smriti_embedder_local import LocalEmbedder
 from smriti_embedder_local import plugin as local_plugin
 
+from smriti import ConfigError
 from smriti.config import Settings
 from smriti.engine.core import EMBEDDING_MODEL_KEY, Engine
 from smriti.engine.reembed import IN_PROGRESS, reembed
-from smriti.errors import ConfigError
 from smriti.plugins import Registry, create_plugin_manager
 
 MEMORIES = [
