@@ -85,7 +85,8 @@ def doctor_probes(
     ``backend`` is the ``DB_TYPE`` backend for the user, built but never opened (not
     behind a working set: test it with ``isinstance`` against your own classes), or
     None when it could not be built; ``backup`` is the ``BACKUP_TYPE`` provider, or
-    None when it could not be built. ``settings`` are the validated core settings.
+    None when there is none (``none``) or it could not be built. ``settings`` are the
+    validated core settings (a plugin's own values are on its components).
     Return callables that each take no argument and return one ``smriti.DoctorCheck``
     (``ok``, ``warn`` or ``fail`` with a fix naming the setting to change); they run in
     parallel, should finish in a few seconds and must not raise. Return None when none

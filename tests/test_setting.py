@@ -144,3 +144,14 @@ def test_doctor_and_the_reference_show_plugin_settings() -> None:
     assert "### recording-plugin" in text
     assert "| `TEST_TOKEN` 🔒 | unset | any text | A token. |" in text
     assert "| `TEST_DEPTH` | `3` | 1..9 | How deep. |" in text
+
+
+def test_a_plugin_probe_that_raises_is_a_fail_line_not_a_crash() -> None:
+    from smriti.doctor.diagnose import _contained
+
+    def broken_probe() -> Any:
+        raise RuntimeError("no route to the server")
+
+    check = _contained(broken_probe)()
+    assert (check.name, check.status) == ("plugin probe", "fail")
+    assert "broken_probe" in check.detail and "no route to the server" in check.detail

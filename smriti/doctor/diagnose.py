@@ -11,7 +11,7 @@ import pluggy
 from smriti.config import SECRET_FIELDS, Settings
 from smriti.doctor import component_checks as cc
 from smriti.doctor import probes
-from smriti.doctor.checks import Check, guarded, ok
+from smriti.doctor.checks import Check, fail, guarded, ok, one_line
 from smriti.doctor.privacy import privacy_checks
 from smriti.doctor.settings_view import SettingRow, entries, view
 from smriti.doctor.store import store_checks, unusable_store
@@ -112,8 +112,21 @@ def _plugin_probes(
     backend, backup = chosen.get("backend"), chosen.get("backup")
     hook = plugins.pm.hook.doctor_probes
     for found in hook(settings=settings, backend=backend, backup=backup):
-        pending.extend(found or [])
+        pending.extend(_contained(probe) for probe in found or [])
     return []
+
+
+def _contained(probe: probes.Probe) -> probes.Probe:
+    """``probe``, with an exception it raises turned into a ``fail`` line."""
+
+    def run() -> Check:
+        try:
+            return probe()
+        except Exception as exc:  # a plugin's broken probe is a finding, not a crash
+            name = getattr(probe, "__qualname__", "probe")
+            return fail("plugin probe", f"{name}: {one_line(exc)}", "report it to the plugin")
+
+    return run
 
 
 def _backend(
