@@ -1,8 +1,8 @@
 """MkDocs hooks: the repository's own Markdown files as pages of the docs site.
 
-The README is the home page and each plugin's README (and the benchmarks' README) is a
-page, without copies that could drift: the pages are made from the files at build time.
-Every page's relative links are written for a reader of the repository (GitHub, an
+The README is the home page and each plugin's and example's README (and the benchmarks'
+README) is a page, without copies that could drift: the pages are made from the files at
+build time. Every page's relative links are written for a reader of the repository (GitHub, an
 editor), so they are rewritten here to the site's paths. A link to a file that is not a
 page of the site is left alone, and ``mkdocs build --strict`` then fails on it.
 """
@@ -21,8 +21,10 @@ _STATIC_PAGES = {
     "README.md": "index.md",
     "bench/README.md": "benchmarks.md",
 }
-#: Per plugin directory under plugins/: the file name -> the page's name suffix.
-_PLUGIN_PAGES = {"README.md": "", "DESIGN.md": "-design"}
+#: Folders of distributions (a plugin, an example) whose READMEs become pages.
+_PACKAGE_FOLDERS = ("plugins", "examples")
+#: Per distribution: the file name -> the page's name suffix.
+_PACKAGE_PAGES = {"README.md": "", "DESIGN.md": "-design"}
 #: An inline link or image target: ](target) or ](target#anchor), no spaces.
 _LINK = re.compile(r"(\]\()([^)\s#]*)(#[^)\s]*)?(\))")
 
@@ -34,10 +36,11 @@ def _root(config: Any) -> Path:
 def site_pages(root: Path) -> dict[str, str]:
     """Repository path -> site path of every page made from a file outside docs/."""
     pages = {repo: site for repo, site in _STATIC_PAGES.items() if (root / repo).is_file()}
-    for plugin in sorted((root / "plugins").iterdir()):
-        for name, suffix in _PLUGIN_PAGES.items():
-            if (plugin / name).is_file():
-                pages[f"plugins/{plugin.name}/{name}"] = f"plugins/{plugin.name}{suffix}.md"
+    for folder in _PACKAGE_FOLDERS:
+        for package in sorted(p for p in (root / folder).glob("*") if p.is_dir()):
+            for name, suffix in _PACKAGE_PAGES.items():
+                if (package / name).is_file():
+                    pages[f"{folder}/{package.name}/{name}"] = f"{folder}/{package.name}{suffix}.md"
     return pages
 
 

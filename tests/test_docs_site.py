@@ -40,6 +40,7 @@ def copy_sources(dest: Path) -> Path:
     shutil.copytree(DOCS, dest / "docs", ignore=shutil.ignore_patterns("__pycache__"))
     markdown = [ROOT / "README.md", ROOT / "bench" / "README.md"]
     markdown += sorted((ROOT / "plugins").glob("*/*.md"))
+    markdown += sorted((ROOT / "examples").glob("*/*.md"))
     for source in markdown:
         target = dest / source.relative_to(ROOT)
         target.parent.mkdir(parents=True, exist_ok=True)
