@@ -12,7 +12,8 @@ and the building blocks backends share on purpose:
 - ``batched``, ``joined``, ``cosine_top_k``, ``top_k_scores``, ``unit``;
 - the text analyzer (``smriti.backend.text``: ``index_terms``, ``tokenize``, ``STOPWORDS``);
 - the private-file helpers (``private_dir``, ``open_private`` ...): files only their
-  user can read.
+  user can read; ``validate_user``: a user name's canonical form, safe in a path or a
+  database name.
 
 Backends, ``smriti.index`` and the built-in plugins import only ``smriti`` and
 ``smriti.backend`` (the import contracts in ``pyproject.toml`` enforce it).
@@ -45,6 +46,7 @@ from smriti.backend.text import (
     text_terms,
     tokenize,
 )
+from smriti.config import validate_user
 from smriti.errors import BackendError, StorageFullError, StoreLockedError
 from smriti.model import (
     Association,
@@ -123,4 +125,5 @@ __all__ = [
     "top_k_scores",
     "unit",
     "utcnow",
+    "validate_user",
 ]

@@ -37,8 +37,8 @@ from smriti.backend import (
     Seek,
     StorageBackend,
     StoredMemory,
+    validate_user,
 )
-from smriti.config import validate_user
 from smriti.default_plugins.sqlite.database import Database
 from smriti.default_plugins.sqlite.reads import Reader
 from smriti.default_plugins.sqlite.vectors import VectorTable
