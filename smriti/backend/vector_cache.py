@@ -1,9 +1,10 @@
 """In-process vector caches: exact cosine search over a normalised float32 matrix.
 
-The backend process holds Kùzu's file lock, so nobody else can change the store while
-it is open: a cache loaded at open and updated after every committed write is
-authoritative. Exact search over 100k x 384 takes a few milliseconds, faster than the
-HNSW index at that scale (see the README), and it is exact.
+A building block for backends (``smriti.backend.VectorCache``) and the working set. A
+backend that is its store's only writer (an embedded database holding its file lock)
+can keep one: loaded at open and updated after every committed write, it is
+authoritative. Exact search over 100k x 384 takes a few milliseconds, faster than an
+HNSW index at that scale, and it is exact.
 
 A float32 scan of 100k x 384 is bound by memory bandwidth (~12 ms here). Large caches
 therefore also keep an int8 copy of every row and scan that (a quarter of the bytes)
@@ -34,7 +35,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 try:  # an optional accelerator: without it every search is the float32 scan
     import simsimd
-except ImportError:  # pragma: no cover - simsimd is a dependency of this plugin
+except ImportError:  # pragma: no cover - simsimd is a dependency of smriti-core
     simsimd = None
 
 #: Caches with at least this many rows search through the int8 copy first.
