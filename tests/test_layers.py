@@ -46,6 +46,20 @@ def test_the_import_contracts_hold() -> None:
     assert f"Contracts: {count} kept, 0 broken." in done.stdout, done.stdout
 
 
+def test_every_plugin_package_is_under_the_contracts() -> None:
+    # A plugin added to the workspace and forgotten here would go unchecked.
+    packages = {
+        init.parent.name
+        for pattern in ("plugins/*/*/__init__.py", "examples/*/*/__init__.py")
+        for init in ROOT.glob(pattern)
+        if init.parent.name != "tests"
+    }
+    config = _contracts()
+    [public] = [c for c in config["contracts"] if c["id"] == "plugins-public"]
+    assert packages and packages <= set(config["root_packages"])
+    assert packages <= set(public["source_modules"])
+
+
 def _toml(value: Any) -> str:
     """``value`` (str, bool, list of str) as a TOML value."""
     if isinstance(value, bool):
