@@ -52,9 +52,9 @@ def cues(count: int, prefix: str) -> list[Cue]:
 
 def measure(backend: Any, rng: np.random.Generator, pool: list[Cue], start: int) -> dict:
     """Alternate the three ways of linking, ``STORES`` stores each."""
-    from smriti_embedded_graph import writes
+    from smriti_embedded_graph import rows
 
-    choose = writes.link_by_key
+    choose = rows.link_by_key
     ways: dict[str, Callable[[int, int], bool]] = {
         "join": lambda links, size: False,
         "by key": lambda links, size: True,
@@ -64,13 +64,13 @@ def measure(backend: Any, rng: np.random.Generator, pool: list[Cue], start: int)
     try:
         for i in range(STORES * len(ways)):
             name = list(ways)[i % len(ways)]
-            writes.link_by_key = ways[name]  # type: ignore[assignment]
+            rows.link_by_key = ways[name]  # type: ignore[assignment]
             old = [pool[j] for j in rng.choice(len(pool), 4, replace=False)]
             memory_cues = old + cues(3, f"new {start + i}")
             e = build.engram(BASE_MEMORIES + start + i)
             seconds[name].append(timed(lambda e=e, c=memory_cues: backend.add_memory(e, c, []))[1])
     finally:
-        writes.link_by_key = choose  # type: ignore[assignment]
+        rows.link_by_key = choose  # type: ignore[assignment]
     return {name: latency_summary(s) for name, s in seconds.items()}
 
 

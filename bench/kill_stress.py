@@ -56,7 +56,7 @@ import json
 from smriti_backend_kuzu.backend import KuzuBackend
 backend = KuzuBackend("ks", {path!r})
 backend.open()
-print(json.dumps(sorted(r[0] for r in backend._q("MATCH (e:Engram) RETURN e.id"))))
+print(json.dumps(sorted(r[0] for r in backend.journal.query("MATCH (e:Engram) RETURN e.id"))))
 backend.close()
 """
 

@@ -288,10 +288,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     res["engine.recall"] = lat(lambda i: engine.recall(q(i), limit=5), args.queries)
     res["engine.search"] = lat(lambda i: engine.recall(q(i), limit=5, mode="search"), args.queries)
     res["engine.list"] = lat(lambda i: engine.recall(None, limit=10, mode="list"), 30)
-    res["backend.text_search"] = lat(lambda i: backend.text_search(q(i), 10), args.queries)
+    res["backend.text_search"] = lat(lambda i: backend.reader.text_search(q(i), 10), args.queries)
     vecs = [engine.embedder.memo[q(i)] for i in range(-1, args.queries)]  # type: ignore[attr-defined]
     res["backend.vector_search"] = lat(
-        lambda i: backend.vector_search(vecs[i + 1], 10), args.queries
+        lambda i: backend.reader.vector_search(vecs[i + 1], 10), args.queries
     )
     out["latency"] = res
     out["rss_after_queries_mb"], out["peak_rss_mb"] = rss_mb()

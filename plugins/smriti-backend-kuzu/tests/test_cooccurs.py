@@ -18,7 +18,7 @@ build = GraphBuilder(8)
 
 
 def pending_rows(backend: KuzuBackend) -> int:
-    return int(backend._q("MATCH (p:CoOccursQueue) RETURN count(p)")[0][0])
+    return int(backend.journal.query("MATCH (p:CoOccursQueue) RETURN count(p)")[0][0])
 
 
 def strengths(backend: KuzuBackend) -> dict[tuple[str, str], float]:
@@ -46,7 +46,7 @@ def test_pending_rows_of_a_version_3_store_are_moved_and_folded(tmp_path: Path) 
         backend = KuzuBackend("alice", path)
         backend.open()
         assert backend.get_meta(schema.SCHEMA_VERSION_KEY) == str(schema.CURRENT_VERSION)
-        assert backend._q("MATCH (p:CoOccursPending) RETURN count(p)") == [[0]]
+        assert backend.journal.query("MATCH (p:CoOccursPending) RETURN count(p)") == [[0]]
         backend.close()
     backend = KuzuBackend("alice", path)
     backend.open()
@@ -96,7 +96,9 @@ def test_fold_runs_once_enough_memories_wait(
     assert pending_rows(backend) == 2
     backend.add_memory(build.engram(2), [x, y], [])
     assert pending_rows(backend) == 0
-    rows = backend._q("MATCH (a:Cue)-[r:CoOccurs]->(b:Cue) RETURN a.id, b.id, r.strength")
+    rows = backend.journal.query(
+        "MATCH (a:Cue)-[r:CoOccurs]->(b:Cue) RETURN a.id, b.id, r.strength"
+    )
     assert sorted(map(tuple, rows)) == sorted([(x.id, y.id, 3.0), (y.id, x.id, 3.0)])
 
 
@@ -131,7 +133,7 @@ def test_failed_store_records_nothing(kuzu_factory: Factory) -> None:
     with pytest.raises(BackendError):
         backend.add_memory(other, [x, y, build.cue("z")], [])
     assert pending_rows(backend) == 1
-    assert backend._pending == 1
+    assert backend.cooccurs.pending == 1
     assert strengths(backend) == {(x.id, y.id): 1.0, (y.id, x.id): 1.0}
 
 
@@ -156,8 +158,12 @@ def test_every_shape_of_store(kuzu_factory: Factory, new: int, known: int, targe
     store = kuzu_factory("alice")  # the raw backend reads Kùzu
     [engram] = store.get_engrams(["e00100"])
     assert engram.content == build.engram(100).content
-    assert sorted(link.cue_id for link in store.cues_of(["e00100"])) == sorted(c.id for c in cues)
-    got = {(a.target_id, round(a.strength, 3)) for a in store.associations_of(["e00100"], 10)}
+    assert sorted(link.cue_id for link in store.reader.cues_of(["e00100"])) == sorted(
+        c.id for c in cues
+    )
+    got = {
+        (a.target_id, round(a.strength, 3)) for a in store.reader.associations_of(["e00100"], 10)
+    }
     assert got == {(build.engram(i).id, round(0.5 + i / 10, 3)) for i in range(targets)}
     want = {(a.id, b.id) for a in cues for b in cues if a != b}
     want |= {(old_cues[0].id, old_cues[1].id), (old_cues[1].id, old_cues[0].id)}

@@ -133,7 +133,7 @@ def test_old_schema_is_migrated_idempotently(tmp_path: Path) -> None:
         [old] = backend.get_engrams(["old"])
         assert old.cluster_id == cluster and old.tags == ["vintage", "wine"]
         assert old.created_at.tzinfo is not None and old.created_at.hour == 8
-        assert [i for i, _ in backend.text_search("vintage", 3)] == ["old"]
+        assert [i for i, _ in backend.reader.text_search("vintage", 3)] == ["old"]
         assert backend.get_meta(schema.SCHEMA_VERSION_KEY) == str(schema.CURRENT_VERSION)
         backend.update_engrams([EngramUpdate("old", cluster_id=4)])
         backend.close()
@@ -196,7 +196,7 @@ def test_store_without_version_fields_is_migrated_and_keeps_everything(tmp_path:
         current_origin = build.engram(8, origin="user", principal="key:k1")
         backend.add_memory(current_origin, [], [])
         assert [e.id for e in backend.list_page(Listing(10, origin="user"))] == ["e00008"]
-        assert [i for i, _ in backend.text_search("vintage", 3)] == ["old"]
+        assert [i for i, _ in backend.reader.text_search("vintage", 3)] == ["old"]
         current = Listing(10, include_superseded=False)
         assert {e.id for e in backend.list_page(current)} == {"old", "e00007", "e00008"}
         when = datetime(2025, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
@@ -237,8 +237,8 @@ def test_threads_store_and_read_concurrently(kuzu_factory: Factory) -> None:
     def reader() -> None:
         try:
             for i in range(60):
-                backend.vector_search(build.vec(i), 5)
-                backend.text_search("memory", 5)
+                backend.reader.vector_search(build.vec(i), 5)
+                backend.reader.text_search("memory", 5)
                 backend.list_page(Listing(5))
                 backend.count_engrams()
         except BaseException as exc:
@@ -253,7 +253,7 @@ def test_threads_store_and_read_concurrently(kuzu_factory: Factory) -> None:
     assert not errors, errors
     assert backend.count_engrams() == 120
     assert backend.counts()["cues"] == 5
-    assert len(backend.vector_search(build.vec(1), 200)) == 120
+    assert len(backend.reader.vector_search(build.vec(1), 200)) == 120
 
 
 @pytest.mark.parametrize("by_key", [True, False])
@@ -262,9 +262,9 @@ def test_links_by_key_and_by_join_write_the_same_edges(
 ) -> None:
     """Both ways of linking a memory's cues (chosen by the Cue table's size) link each
     cue once: new and existing cues, one cue, many cues."""
-    from smriti_embedded_graph import writes
+    from smriti_embedded_graph import rows
 
-    monkeypatch.setattr(writes, "link_by_key", lambda links, cues: by_key)
+    monkeypatch.setattr(rows, "link_by_key", lambda links, cues: by_key)
     backend = kuzu_factory("alice")
     want: set[tuple[str, str]] = set()
     for i, names in enumerate([["a"], ["a", "b", "c"], [f"n{j}" for j in range(14)], ["b", "z"]]):
@@ -279,7 +279,7 @@ def test_links_by_key_and_by_join_write_the_same_edges(
 
 
 def test_link_statement_choice_follows_the_cue_table_size() -> None:
-    from smriti_embedded_graph.writes import link_by_key
+    from smriti_embedded_graph.rows import link_by_key
 
     assert link_by_key(6, 200_000) and link_by_key(1, 0)
     assert not link_by_key(6, 5_000) and not link_by_key(12, 20_000)
@@ -289,11 +289,11 @@ def test_vector_index_used_without_a_working_set(kuzu_factory: Factory) -> None:
     backend = kuzu_factory("alice", native_indexes=True)
     backend.import_records([build.engram(i) for i in range(80)], [], [], [], [])
     assert sorted(backend.ensure_indexes(8, 50)) == ["engram_fts", "engram_vec"]
-    assert {"engram_fts", "engram_vec"} <= backend.index_names()
-    hits = backend._hnsw_search(build.vec(10_005), 3, None)
+    assert {"engram_fts", "engram_vec"} <= backend.reader.index_names()
+    hits = backend.reader._hnsw_search(build.vec(10_005), 3, None)
     assert hits is not None and hits[0][0] == "e00005"
     backend.delete_engrams(["e00005"])
-    assert "e00005" not in [i for i, _ in backend.vector_search(build.vec(10_005), 3)]
+    assert "e00005" not in [i for i, _ in backend.reader.vector_search(build.vec(10_005), 3)]
 
 
 def test_for_a_working_set_no_index_is_built_and_a_stale_text_index_dropped(
@@ -305,14 +305,14 @@ def test_for_a_working_set_no_index_is_built_and_a_stale_text_index_dropped(
     assert sorted(backend.ensure_indexes(8, 50)) == ["engram_fts", "engram_vec"]
     backend.close()
     cached = kuzu_factory("alice")
-    assert "engram_fts" not in cached.index_names()
+    assert "engram_fts" not in cached.reader.index_names()
     assert cached.ensure_indexes(8, 50) == []
-    assert [i for i, _ in cached.text_search("topic3 memory", 60)][:1] != []
+    assert [i for i, _ in cached.reader.text_search("topic3 memory", 60)][:1] != []
     assert cached.delete_engrams(["e00003", "nope"]) == 1
     cached.close()
     uncached = kuzu_factory("alice", native_indexes=True)
     assert uncached.ensure_indexes(8, 50) == ["engram_fts"]
-    hits = [i for i, _ in uncached.text_search("topic3 memory", 60)]
+    hits = [i for i, _ in uncached.reader.text_search("topic3 memory", 60)]
     assert hits and "e00003" not in hits
 
 
@@ -445,8 +445,8 @@ def test_many_tag_and_supersession_updates_reach_the_text_index(kuzu_factory: Fa
         + [EngramUpdate(e.id, superseded_by="e09999", superseded_at=when) for e in engrams[::2]]
         + [EngramUpdate("no-such-engram", tags=["margay"])]
     )
-    assert backend.text_search("ocelot", n) == []
-    assert {i for i, _ in backend.text_search("margay", n)} == {e.id for e in engrams}
+    assert backend.reader.text_search("ocelot", n) == []
+    assert {i for i, _ in backend.reader.text_search("margay", n)} == {e.id for e in engrams}
     got = {e.id: e for e in backend.get_engrams([e.id for e in engrams])}
     assert got[engrams[3].id].tags == ["margay", "n3"]
     assert (got[engrams[2].id].superseded_by, got[engrams[2].id].superseded_at) == ("e09999", when)
@@ -480,9 +480,9 @@ def test_failed_import_commit_leaves_store_and_caches_as_they_were(
         raise RuntimeError("out of memory")
 
     if failing == "commit":
-        monkeypatch.setattr(backend, "_commit", broken_commit)
+        monkeypatch.setattr(backend.store, "commit", broken_commit)
     else:
-        monkeypatch.setattr(backend, "_after_import", broken_cache)
+        monkeypatch.setattr(backend.writer, "_after_import", broken_cache)
     with pytest.raises((BackendError, RuntimeError)):
         backend.import_records(later, [fresh], [], [], [])
     monkeypatch.undo()
@@ -490,15 +490,15 @@ def test_failed_import_commit_leaves_store_and_caches_as_they_were(
     want = sorted(e.id for e in (first + later if stored else first))
     assert sorted(e.id for e in backend.iter_engrams()) == want
     assert sorted(e.id for e in backend.get_engrams([e.id for e in first + later])) == want
-    hits = {key for key, _ in backend.vector_search(later[0].embedding, 10)}
+    hits = {key for key, _ in backend.reader.vector_search(later[0].embedding, 10)}
     assert (later[0].id in hits) == stored
     assert bool(backend.get_cues(["fresh"])) == stored
-    assert ("e00004" in {k for k, _ in backend.text_search("memory number 4", 10)}) == stored
-    members = backend.engrams_for_cues([shared.id], 10)[shared.id]
+    assert ("e00004" in {k for k, _ in backend.reader.text_search("memory number 4", 10)}) == stored
+    members = backend.reader.engrams_for_cues([shared.id], 10)[shared.id]
     assert sorted(k for k, _ in members) == sorted(e.id for e in first)
     backend.import_records(later, [fresh], [Link(e.id, fresh.id, 1.0) for e in later], [], [])
     assert backend.count_engrams() == 6
-    assert len(backend.engrams_for_cues([fresh.id], 10)[fresh.id]) == 3
+    assert len(backend.reader.engrams_for_cues([fresh.id], 10)[fresh.id]) == 3
 
 
 def test_imported_undated_association_has_one_time_in_working_set_and_store(
@@ -510,7 +510,7 @@ def test_imported_undated_association_has_one_time_in_working_set_and_store(
     [cached] = backend.neighbourhood(Expand(["e00001"], 5, 0, 0)).associations
     assert cached.created_at is not None
     backend.close()
-    [stored] = kuzu_factory("alice").associations_of(["e00001"], 5)
+    [stored] = kuzu_factory("alice").reader.associations_of(["e00001"], 5)
     assert stored == cached
 
 
@@ -597,7 +597,7 @@ def test_the_native_text_scan_uses_the_core_analyzer(kuzu_factory: Factory) -> N
     texts = ["the user loves strawberries", "a strawberry field in June", "the the the end"]
     for i, text in enumerate(texts):
         backend.add_memory(build.engram(i, content=text), [], [])
-    found = [i for i, _ in backend.text_search("Where is the strawberry?", 5)]
+    found = [i for i, _ in backend.reader.text_search("Where is the strawberry?", 5)]
     assert sorted(found) == ["e00000", "e00001"]
-    assert [i for i, _ in backend.text_search("strawberries", 5)][0] in ("e00000", "e00001")
-    assert backend.text_search("the and of", 5) == []
+    assert [i for i, _ in backend.reader.text_search("strawberries", 5)][0] in ("e00000", "e00001")
+    assert backend.reader.text_search("the and of", 5) == []

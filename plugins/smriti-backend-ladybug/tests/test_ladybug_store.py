@@ -29,9 +29,11 @@ def test_native_indexes_are_never_built(ladybug_factory: Factory) -> None:
     for i in range(60):
         backend.add_memory(build.engram(i, content=f"memory number {i} about tea"), [], [])
     assert backend.ensure_indexes(8, 10) == []
-    assert {name for name in backend.index_names() if "fts" in name or "vec" in name} == set()
-    assert [i for i, _ in backend.text_search("memory number 7", 1)] == ["e00007"]
-    assert backend.vector_search(build.engram(7).embedding, 1)[0][0] == "e00007"
+    assert {
+        name for name in backend.reader.index_names() if "fts" in name or "vec" in name
+    } == set()
+    assert [i for i, _ in backend.reader.text_search("memory number 7", 1)] == ["e00007"]
+    assert backend.reader.vector_search(build.engram(7).embedding, 1)[0][0] == "e00007"
 
 
 def test_the_plugin_module_does_not_import_the_driver() -> None:

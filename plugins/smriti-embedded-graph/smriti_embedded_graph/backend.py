@@ -4,78 +4,80 @@ The two engines speak the same Cypher through the same Python API; a subclass na
 driver module, its file name and whether the engine has its full-text and vector
 extensions (``EmbeddedGraphBackend``'s class attributes). The store lives at
 ``{STORAGE_LOCATION}/{user}/{db_file}``. The driver is imported when a store is opened,
-never at import, because ``kuzu`` and ``ladybug`` cannot share a process. Writes are
-serialised by a lock and run in explicit transactions; reads use one connection per
-thread. The process holds the engine's file lock, so it is the store's only
-writer (``sole_writer``): the engine answers recall from a working set in memory
-(``smriti.index``), loaded through ``working_set_streams``; the reads here are its
-native path (before the working set is loaded, above its budget, or with
-``SMRITI_WORKING_SET=off``). What keeps every acknowledged memory on a full disk, and a
-damaged file from opening as an empty store, is in ``durability``.
+never at import, because ``kuzu`` and ``ladybug`` cannot share a process. The process
+holds the engine's file lock, so it is the store's only writer (``sole_writer``): the
+engine answers recall from a working set in memory (``smriti.index``), loaded through
+``working_set_streams``; the reads here are its native path (before the working set is
+loaded, above its budget, or with ``SMRITI_WORKING_SET=off``).
+
+The backend is a facade over collaborators, each given what it uses when it is made:
+
+- ``store`` (``GraphStore``): the database, its connections, transactions, locks and
+  what keeps every acknowledged memory on a full disk (``durability``);
+- ``cues`` (``CueMap``): every cue and engram id, kept in memory;
+- ``cooccurs`` (``CoOccurrences``): co-occurrence counts waiting to be folded;
+- ``journal`` (``WriteBehind``): the journal of new memories, written to Kùzu behind
+  the store, ahead of every other read and write;
+- ``reader`` (``Reader``), ``writer`` (``Writer``, with ``RowWriter`` for new memories'
+  rows), ``seeker`` (``Seeker``: ``seek`` and ``neighbourhood``) and ``eraser``
+  (``Eraser``: ``erase_deleted``).
+
+It opens and closes them in order and hands each contract method to one of them.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util  # noqa: F401 - kuzu's parameter binding needs it imported
-import os
-import threading
-import warnings
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, suppress
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
+
+import numpy as np
 
 from smriti import get_logger
 from smriti.backend import (
+    Association,
     BackendError,
     BackendOptions,
+    CoOccurrence,
+    Cue,
+    Engram,
+    EngramStats,
+    EngramUpdate,
+    Expand,
+    Link,
+    Listing,
+    Neighbourhood,
+    Seeds,
+    Seek,
     StorageBackend,
-    StorageFullError,
-    StoreLockedError,
-    VectorCache,
-    WriteGate,
+    StoredMemory,
     private_dir,
 )
 from smriti_embedded_graph import durability, schema
-from smriti_embedded_graph.codec import CUE_FIELDS, cue_from_row, vec_out
-from smriti_embedded_graph.cooccurs import CoOccursMixin
-from smriti_embedded_graph.erase import EraseMixin
-from smriti_embedded_graph.queries import QueriesMixin
-from smriti_embedded_graph.seek import SeekMixin
+from smriti_embedded_graph.cooccurs import CoOccurrences
+from smriti_embedded_graph.cuemap import CueMap
+from smriti_embedded_graph.erase import Eraser
+from smriti_embedded_graph.queries import Reader
+from smriti_embedded_graph.rows import RowWriter
+from smriti_embedded_graph.seek import Seeker
 from smriti_embedded_graph.settings import BUFFER_MB, OLD_CACHE_MB, SETTINGS
-from smriti_embedded_graph.writebehind import WriteBehindMixin
-from smriti_embedded_graph.writes import WritesMixin
-
-if TYPE_CHECKING:
-    from smriti.backend import Cue
+from smriti_embedded_graph.store import GraphStore
+from smriti_embedded_graph.writebehind import WriteBehind
+from smriti_embedded_graph.writes import Writer
 
 log = get_logger(__name__)
-#: The largest a store may grow. Kùzu reserves this much address space per open store
-#: (8 TB by default), so one process with many stores open (a team server with
-#: SMRITI_OWNER=off) ran out of it after about 15; at 1 TB, over a hundred fit.
-MAX_DB_BYTES = 1 << 40
 
 #: Kùzu's default page buffer pool (``settings.BUFFER_MB``).
 DEFAULT_BUFFER_MB = 0
 #: The database file of each engine built on this library, and the engine's name: a
 #: store of one is never opened as an empty store of the other.
 ENGINE_FILES = {"memory.kuzu": ("Kùzu", "kuzu"), "memory.lbug": ("LadybugDB", "ladybug")}
-#: Node offsets per chunk of an unordered read of a table (the working set's load).
-OFFSET_CHUNK = 10_000
 
 
-class EmbeddedGraphBackend(
-    EraseMixin,
-    CoOccursMixin,
-    WriteBehindMixin,
-    WritesMixin,
-    SeekMixin,
-    QueriesMixin,
-    StorageBackend,
-):
+class EmbeddedGraphBackend(StorageBackend):
     """An embedded graph database (Kùzu or LadybugDB), one file per user; the store's
     only writer. Not registered itself: each engine's plugin subclasses it and sets the
     engine's traits below."""
@@ -116,50 +118,40 @@ class EmbeddedGraphBackend(
         super().__init__(user)
         self.path = Path(path)
         self.buffer_mb = buffer_mb
-        #: Whether ``ensure_indexes`` builds Kùzu's full-text and HNSW indexes: only when
-        #: no working set answers recall (an HNSW index costs 17 ms on every insert), and
-        #: never on an engine without its extensions.
-        self.native_indexes = native_indexes and self.native_extensions
-        self._driver: ModuleType | None = None
-        self._db: Any = None
-        self._local = threading.local()
-        self._conns: list[Any] = []
-        self._conns_lock = threading.Lock()
-        self._write_lock = threading.RLock()
-        #: Reads pass together; a commit or checkpoint passes alone. Kùzu 0.11.3
-        #: checkpoints inside COMMIT (forced after a COPY or an index DDL) while holding
-        #: the lock every transaction needs to end, so a read running meanwhile cannot
-        #: finish, and after 5 s the commit fails ("Timeout waiting for active
-        #: transactions"); several processes sharing one owner made that frequent.
-        self._quiet = WriteGate()
-        self._generation = 0
-        #: The generation (open database) whose extensions are loaded.
-        self._extensions = -1
-        self._schema_epoch = 0
-        #: Every cue without its embedding (in ``cue_cache``), by normalised name and by
-        #: id: a cue is merged on its name, and Kùzu has no secondary index to find it.
-        self.cue_cache = VectorCache()
-        self.cues_by_key: dict[str, Cue] = {}
-        self.cues_by_id: dict[str, Cue] = {}
-        self._cues_lock = threading.RLock()
-        #: The ids of every stored engram (queued ones included), loaded at open: a new
-        #: memory's id and its edges' targets are checked without a Kùzu query (a join
-        #: by ``UNWIND`` scans the whole table). None until loaded.
-        self._engram_ids: set[str] | None = None
-        #: The width of the stored embeddings (None while none is stored).
-        self.dims: int | None = None
-        self.vector_index_dims: int | None = None
-        self._staging_ready = False
-        self._pending = 0
-        self._worker: ThreadPoolExecutor | None = None
-        self._worker_lock = threading.Lock()
-        #: The manifest as last read or written; None for a store made before them.
-        self._manifest: durability.Manifest | None = None
-        #: Whether the open passed the manifest's checks (only then is it updated).
-        self._verified = False
-        #: Whether a Kùzu read or write of its files failed (closing may then abort).
-        self._kuzu_failed = False
-        self._init_write_behind()
+        self.cues = CueMap()
+        self.store = GraphStore(
+            self.path,
+            self.engine,
+            self.cues,
+            native_extensions=self.native_extensions,
+            buffer_mb=buffer_mb,
+            database_options=self.database_options,
+        )
+        self.cooccurs = CoOccurrences(self.store, self.cues)
+        rows = RowWriter(self.store, self.cues)
+        self.journal = WriteBehind(self.store, rows, self.cooccurs)
+        self.reader = Reader(self.store, self.cues, self.journal)
+        # Kùzu's own full-text and HNSW indexes only when no working set answers recall
+        # (an HNSW index costs 17 ms on every insert), never without the extensions.
+        self.writer = Writer(
+            self.store,
+            self.cues,
+            self.journal,
+            rows,
+            self.reader,
+            native_indexes=native_indexes and self.native_extensions,
+        )
+        self.seeker = Seeker(self.reader)
+        self.eraser = Eraser(self.store, self.cues, self.journal, self.export_format)
+
+    @property
+    def native_indexes(self) -> bool:
+        """Whether ``ensure_indexes`` builds Kùzu's full-text and HNSW indexes."""
+        return self.writer.native_indexes
+
+    @native_indexes.setter
+    def native_indexes(self, value: bool) -> None:
+        self.writer.native_indexes = value
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> EmbeddedGraphBackend:
@@ -181,38 +173,27 @@ class EmbeddedGraphBackend(
     # -- lifecycle -------------------------------------------------------------------
     def open(self) -> None:
         """Open (or create) the database, migrate it, load the cues and engram ids."""
-        if self._db is not None:
+        store = self.store
+        if store.db is not None:
             return
-        self._driver = self.load_driver()
+        driver = self.load_driver()
         if self.path.is_dir():
             raise BackendError(f"{self.path} is a directory, not a {self.engine} database file")
         self._refuse_other_engine()
         private_dir(self.path.parent)
-        self._manifest = durability.read_manifest(self.path)
-        durability.check_file(self.path, self._manifest)
-        self.clear_erase_scratch()  # an erase cut short: its export holds the texts
-        self._verified = self._kuzu_failed = self._replayed = False
-        try:
-            # Checkpoints are ours: an automatic one failing inside a commit leaves the
-            # connection unusable and the process aborting at close (durability).
-            self._db = self._driver.Database(
-                str(self.path),
-                buffer_pool_size=self.buffer_mb * 2**20,
-                auto_checkpoint=False,
-                max_db_size=MAX_DB_BYTES,
-                **self.database_options,
-            )
-        except RuntimeError as exc:
-            raise self._open_error(exc) from exc
-        self._generation += 1
+        store.manifest = durability.read_manifest(self.path)
+        durability.check_file(self.path, store.manifest)
+        self.eraser.clear_erase_scratch()  # an erase cut short: its export holds the texts
+        store.verified = store.kuzu_failed = self.journal.replayed = False
+        store.open_database(driver)
         try:
             self._prepare()
-            durability.check_count(self.path, self._manifest, self._known_engrams())
+            durability.check_count(self.path, store.manifest, store.known_engrams())
         except BaseException:
             self.close()
             raise
-        self._verified = True
-        self._save_manifest()
+        store.verified = True
+        store.save_manifest()
 
     def _refuse_other_engine(self) -> None:
         """Refuse to start an empty store beside another engine's store: the memories
@@ -242,348 +223,168 @@ class EmbeddedGraphBackend(
                 "installs, to move the store to an engine installed here)"
             ) from None
 
-    def _open_error(self, exc: Exception) -> BackendError:
-        text = str(exc)
-        if durability.is_io_failure(exc) and (
-            durability.is_full(exc) or not durability.has_room(self.path, durability.STORE_RESERVE)
-        ):
-            return durability.disk_full(self.path, "the store cannot be opened")
-        if "lock" in text.lower():
-            return StoreLockedError(
-                f"the {self.engine} store {self.path} is in use by another process (one process "
-                "at a time): stop the other smriti server or use another STORAGE_LOCATION"
-            )
-        return BackendError(
-            f"cannot open the {self.engine} store {self.path}: {text}. The file was left "
-            "untouched; move it aside or point STORAGE_LOCATION elsewhere"
-        )
-
     def _prepare(self) -> None:
-        conn = self._conn()
-        with self._exclusive():
+        conn = self.store.conn()
+        with self.journal.exclusive():
             applied = schema.migrate(conn)
         if applied:
             log.info("schema migrated", engine=self.engine, path=str(self.path), versions=applied)
-        dims = self.get_meta("vector_index_dims")
-        self.vector_index_dims = int(dims) if dims else None
-        self._replay_journal()  # with the index known: replayed memories are indexed too
-        self._load_cues()
-        self._load_engram_ids()
-        self._load_pending()
-        self._drop_unused_text_index()
+        dims = self.reader.get_meta("vector_index_dims")
+        self.store.vector_index_dims = int(dims) if dims else None
+        self.journal.replay_journal()  # with the index known: replayed memories are indexed
+        self.reader.load_cue_map()
+        count = self.journal.query("MATCH (p:CoOccursQueue) RETURN count(p)")
+        self.cooccurs.pending = int(count[0][0])
+        self.writer.drop_unused_text_index()
 
     def close(self) -> None:
         """Close every connection and the database; safe to call twice."""
-        self._stop_writing()
-        with self._write_lock, self._kuzu_lock:
-            if self._db is not None:
+        store = self.store
+        self.journal.stop_writing()
+        with store.write_lock, store.kuzu_lock:
+            if store.db is not None:
                 self._final_checkpoint()
-        with self._write_lock, self._kuzu_lock, self._conns_lock:
-            for conn in self._conns:
-                if self._kuzu_failed:
-                    durability.abandon(conn)
-                    continue
-                with suppress(Exception):  # best effort; closing the db below flushes
-                    conn.close()
-            self._conns.clear()
-            self._drop_prepared()
-            self._generation += 1
-            if self._db is not None:
-                self._close_database()
-            self._forget_cues_and_ids()
-        self._forget_queue()
-        with self._worker_lock:
-            if self._worker is not None:
-                self._worker.shutdown(wait=True)
-                self._worker = None
+        with store.write_lock, store.kuzu_lock:
+            store.close_connections()
+            self.cues.clear()
+        self.journal.forget_queue()
+        self.writer.shutdown_worker()
 
     def needs_reopen(self) -> bool:
         """After Kùzu failed to write its files it takes no more writes in this process;
         once the disk has room for the replay and a checkpoint, a new open recovers
         (the WAL and the journal are replayed)."""
-        if not self._kuzu_failed:
-            return False
-        wal = self.path.with_name(self.path.name + ".wal")
-        wal_bytes = wal.stat().st_size if wal.exists() else 0
-        needed = durability.checkpoint_room(wal_bytes) + durability.STORE_RESERVE
-        return durability.has_room(self.path, needed)
+        return self.store.needs_reopen()
 
     def _final_checkpoint(self) -> None:
         """At close: checkpoint if there is room, else tell Kùzu not to try (the WAL and
         the journal are kept for the next open)."""
-        if self._kuzu_failed:
+        if self.store.kuzu_failed:
             return
         try:
-            if not self._checkpoint(force=True):
-                self._conn().execute("CALL force_checkpoint_on_close=false")
+            if not self.journal.checkpoint(force=True):
+                self.store.conn().execute("CALL force_checkpoint_on_close=false")
         except Exception as exc:  # closing must not fail; the next open replays the WAL
             log.warning(
                 "kuzu store closed without a checkpoint", path=str(self.path), error=str(exc)
             )
 
-    def _close_database(self) -> None:
-        """Close Kùzu's database, or, after a failed write of its files, abandon it:
-        closing (or checkpointing) it then aborted or crashed the process (durability)."""
-        db, self._db = self._db, None
-        if self._kuzu_failed:
-            durability.abandon(db)
-            log.error(
-                "kuzu store left unclosed after a failed write of its files; every "
-                "committed memory is in its WAL, every stored one in the journal",
-                path=str(self.path),
-            )
-            return
-        db.close()
-
-    # -- durability ---------------------------------------------------------------------
-    def _check_room(self, needed: int, what: str) -> None:
-        """Refuse (StorageFullError naming ``what``) a Kùzu write that might not fit,
-        and any write after a failed one: Kùzu's state is then unsafe to write."""
-        if self._kuzu_failed:
-            raise durability.kuzu_failed(self.path, what)
-        if not durability.has_room(self.path, durability.KUZU_RESERVE + needed):
-            raise durability.disk_full(self.path, what)
-
-    def _check_store_room(self, line: int) -> None:
-        """Refuse a new memory (of a ``line``-byte journal line) the store cannot keep:
-        with its journal line, Kùzu's WAL record and checkpoint beyond the reserve that
-        lets the memories already journaled reach Kùzu."""
-        what = "the memory was not stored"
-        if self._kuzu_failed:
-            raise durability.kuzu_failed(self.path, what)
-        if not durability.has_room(self.path, durability.STORE_RESERVE + 3 * line):
-            raise durability.disk_full(self.path, what)
-
-    def _kuzu_error(self, exc: Exception, what: str) -> BackendError:
-        """The error for a failed Kùzu statement (StorageFullError on a full disk)."""
-        if durability.is_io_failure(exc):
-            self._kuzu_failed = True
-            if durability.is_full(exc) or not durability.has_room(
-                self.path, durability.STORE_RESERVE
-            ):
-                return durability.disk_full(self.path, what)
-        return BackendError(f"{what}: {exc}")
-
-    def _known_engrams(self) -> int:
-        """How many memories the store holds (the queued ones included)."""
-        ids = self._engram_ids
-        if ids is not None:
-            return len(ids)
-        while True:
-            conn = self._conn()
-            with self._quiet.shared():
-                if self._current(conn):
-                    return int(self._exec(conn, "MATCH (e:Engram) RETURN count(e)").get_all()[0][0])
-
-    def _current(self, conn: Any) -> bool:
-        """Whether ``conn`` (this thread's) is on the open database: an erase that rebuilt
-        the file between making it and passing the quiet gate closed its database."""
-        local = self._local  # replaced at a close or an erase's swap (_drop_prepared)
-        return (
-            conn is getattr(local, "conn", None)
-            and getattr(local, "generation", None) == self._generation
-        )
-
-    def _save_manifest(self) -> None:
-        """Raise (or lower) the manifest to the store's count and file size, once the
-        open has passed its checks. A failure keeps the old manifest, a lower bound."""
-        if not self._verified:
-            return
-        try:
-            manifest = durability.Manifest(self._known_engrams(), self.db_size_hint())
-            if manifest != self._manifest:
-                durability.write_manifest(self.path, manifest)
-                self._manifest = manifest
-        except (OSError, RuntimeError, BackendError) as exc:
-            log.warning("kuzu manifest not updated", path=str(self.path), error=str(exc))
-
-    def _lower_manifest(self, deleting: int) -> None:
-        """Before up to ``deleting`` memories are deleted: lower the manifest's count,
-        so the smaller store still opens (nothing is deleted if this fails)."""
-        old = self._manifest
-        if old is None or deleting <= 0:
-            return
-        floor = max(0, min(old.engrams, self._known_engrams() - deleting))
-        if floor == old.engrams:
-            return
-        manifest = durability.Manifest(floor, old.db_bytes)
-        try:
-            durability.write_manifest(self.path, manifest)
-        except OSError as exc:
-            raise durability.disk_full(self.path, "nothing was deleted") from exc
-        self._manifest = manifest
-
-    # -- connections and transactions ---------------------------------------------------
-    def _conn(self) -> Any:
-        """This thread's connection to the open database."""
-        local = self._local
-        if getattr(local, "generation", None) != self._generation or local.conn is None:
-            if self._db is None:
-                raise BackendError(f"the {self.engine} store {self.path} is not open")
-            conn = self._driver.Connection(self._db)  # type: ignore[union-attr]
-            # Once per database: extensions are loaded database-wide, and each LOAD
-            # is a write transaction with a WAL record, which a full disk made fail
-            # (and Kùzu unsafe) in a read on a new thread.
-            with self._kuzu_lock:
-                if self.native_extensions and self._extensions != self._generation:
-                    for extension in ("fts", "vector"):
-                        conn.execute(f"LOAD {extension}")
-                    self._extensions = self._generation
-            with self._conns_lock:
-                self._conns.append(conn)
-            local.conn, local.generation, local.prepared = conn, self._generation, {}
-        return local.conn
-
-    def _drop_prepared(self) -> None:
-        """Drop every thread's connection and prepared statements: a prepared statement
-        keeps its database mapped after both are closed (LadybugDB: 1 TB of address
-        space each, so a process ran out after ~125 closed stores)."""
-        self._local = threading.local()
-
-    def _exec(self, conn: Any, query: str, params: dict[str, Any] | None = None) -> Any:
-        """Execute through a per-thread prepared-statement cache.
-
-        Preparing costs about 3 ms per statement in Kùzu 0.11, more than most of our
-        executions; the cache is dropped whenever the schema or indexes change.
-        """
-        cache: dict[tuple[int, str], Any] = self._local.__dict__.setdefault("prepared", {})
-        key = (self._schema_epoch, query)
-        prepared = cache.get(key)
-        if prepared is None:
-            with warnings.catch_warnings():  # prepare() is "deprecated" but still the API
-                warnings.simplefilter("ignore", DeprecationWarning)
-                prepared = conn.prepare(query)
-            if not prepared.is_success():
-                raise RuntimeError(prepared.get_error_message())
-            cache[key] = prepared
-        return conn.execute(prepared, params or {})
-
-    def _q(
-        self, query: str, params: dict[str, Any] | None = None, lag_ok: bool = False
-    ) -> list[list[Any]]:
-        """Run a read query on this thread's connection and return all rows, after the
-        queued memories are written (Kùzu must not lag a store that returned). With
-        ``lag_ok``, a disk too full to write them does not stop the read (the caller
-        adds them from the queue)."""
-        try:
-            self.write_queued()
-        except StorageFullError as exc:
-            if not lag_ok:
-                raise
-            log.warning("kuzu read before the stored memories could be written", error=str(exc))
-        try:
-            while True:
-                conn = self._conn()  # first: making one may take the lock a checkpoint holds
-                with self._quiet.shared():
-                    if self._current(conn):
-                        return self._exec(conn, query, params).get_all()
-        except RuntimeError as exc:
-            raise self._kuzu_error(exc, f"{self.engine} query failed on {self.path}") from exc
-
-    def _by_offset(
-        self,
-        pattern: str,
-        alias: str,
-        returns: str,
-        step: int = OFFSET_CHUNK,
-        where: str = "",
-        params: dict[str, Any] | None = None,
-    ) -> Iterator[list[list[Any]]]:
-        """Rows of ``MATCH pattern [WHERE where] RETURN returns`` in chunks of ``step``
-        node offsets of ``alias`` (every node once: offsets are unique, holes of deleted
-        nodes skipped), in no particular order.
-
-        Kùzu materialises a whole result in its buffer pool, whose pages stay resident:
-        one query over 100k engrams and their 1M links left ~650 MB there, chunks ~250.
-        Keyset pages (``ORDER BY id`` per page) took 40 s over 100k engrams.
-        """
-        table = pattern.split(f"({alias}:", 1)[1].split(")", 1)[0]
-        top = self._q(f"MATCH ({alias}:{table}) RETURN max(offset(id({alias})))")[0][0]
-        if top is None:
-            return
-        chunk = f"offset(id({alias})) >= $lo AND offset(id({alias})) < $hi"
-        condition = f"({where}) AND {chunk}" if where else chunk
-        query = f"MATCH {pattern} WHERE {condition} RETURN {returns}"
-        for lo in range(0, int(top) + 1, step):
-            yield self._q(query, {**(params or {}), "lo": lo, "hi": lo + step})
-
-    def _stream(self, query: str, params: dict[str, Any] | None = None) -> Iterator[list[Any]]:
-        """Rows of a read query; fetched eagerly so the caller may query in between."""
-        return iter(self._q(query, params))
-
-    @contextmanager
-    def _write(self) -> Iterator[Any]:
-        """One write transaction at a time, after the queued memories; rolled back on
-        any error."""
-        with self._exclusive():
-            self._check_room(0, "nothing was changed")
-            conn = self._conn()
-            with self._transaction(conn):
-                yield conn
-            self._commit(conn)
-            self._checkpoint()
-
-    @staticmethod
-    @contextmanager
-    def _transaction(conn: Any) -> Iterator[None]:
-        """``BEGIN`` on ``conn``, rolled back on any error; the caller commits."""
-        conn.execute("BEGIN TRANSACTION")
-        try:
-            yield
-        except BaseException:
-            with suppress(RuntimeError):  # Kùzu may have rolled back already
-                conn.execute("ROLLBACK")
-            raise
-
-    def _commit(self, conn: Any) -> None:
-        try:
-            with self._quiet.exclusive():  # it may checkpoint: no read may be running
-                conn.execute("COMMIT")
-        except RuntimeError as exc:
-            raise self._kuzu_error(exc, f"{self.engine} commit failed on {self.path}") from exc
-
-    def _reload_caches(self) -> None:
-        """Read the cues and engram ids from the store again (after a failed update)."""
-        self._forget_cues_and_ids()
-        self._load_cues()
-        self._load_engram_ids()
-
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        try:
-            yield
-        except RuntimeError as exc:
-            raise self._kuzu_error(exc, f"{self.engine} write failed on {self.path}") from exc
-
-    # -- what the write path keeps in memory ----------------------------------------------
-    def _load_cues(self) -> None:
-        for rows in self._by_offset("(c:Cue)", "c", CUE_FIELDS):
-            self.remember_cues(cue_from_row(r) for r in rows)
-
-    def _load_engram_ids(self) -> None:
-        """The ids of every engram (a few MB at 100k) and the embeddings' width."""
-        ids: set[str] = set()
-        # One collected list per chunk, not a row each: fetching a row reacquires the
-        # interpreter lock, which the snapshot's preload holds meanwhile (5 ms a turn).
-        for rows in self._by_offset("(e:Engram)", "e", "collect(e.id)", step=100_000):
-            ids.update(rows[0][0])
-        sample = self._q(
-            "MATCH (e:Engram) WHERE e.embedding IS NOT NULL RETURN e.embedding LIMIT 1"
-        )
-        vector = vec_out(sample[0][0]) if sample else None
-        self.dims = None if vector is None else int(vector.shape[0])
-        self._engram_ids = ids
-
-    def _forget_cues_and_ids(self) -> None:
-        with self._cues_lock:
-            self.cue_cache.clear()
-            self.cues_by_key.clear()
-            self.cues_by_id.clear()
-        self._engram_ids = None
-
     def db_size_hint(self) -> int:
         """Size of the database file in bytes (0 when missing)."""
-        try:
-            return os.path.getsize(self.path)
-        except OSError:
-            return 0
+        return self.store.db_size_hint()
+
+    # -- writes (``writer``, ``eraser``) ---------------------------------------------------
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a per-user metadata value."""
+        self.writer.set_meta(key, value)
+
+    def ensure_indexes(self, dims: int, min_engrams: int) -> list[str]:
+        """Kùzu's full-text and HNSW indexes, when ``native_indexes`` (see ``Writer``)."""
+        return self.writer.ensure_indexes(dims, min_engrams)
+
+    def add_memory(
+        self, engram: Engram, cues: Sequence[Cue], associations: Sequence[Association]
+    ) -> StoredMemory:
+        """Store one memory atomically (see StorageBackend.add_memory): journaled now,
+        written to Kùzu in the background (``writebehind``)."""
+        return self.writer.add_memory(engram, cues, associations)
+
+    def update_engrams(self, updates: Sequence[EngramUpdate]) -> None:
+        """Apply partial updates (see ``Writer.update_engrams``)."""
+        self.writer.update_engrams(updates)
+
+    def delete_engrams(self, ids: Sequence[str]) -> int:
+        """Delete engrams with their edges; returns how many existed."""
+        return self.writer.delete_engrams(ids)
+
+    def delete_orphan_cues(self) -> int:
+        """Delete cues no engram is EncodedBy, with their CoOccurs edges."""
+        return self.writer.delete_orphan_cues()
+
+    def erase_deleted(self) -> int:
+        """Rebuild the store's files from their live rows (see ``Eraser``)."""
+        return self.eraser.erase_deleted()
+
+    def import_records(
+        self,
+        engrams: Sequence[Engram],
+        cues: Sequence[Cue],
+        links: Sequence[Link],
+        associations: Sequence[Association],
+        cooccurrences: Sequence[CoOccurrence],
+    ) -> None:
+        """Bulk-load records with their ids, in one transaction; existing ids replaced."""
+        self.writer.import_records(engrams, cues, links, associations, cooccurrences)
+
+    # -- reads (``reader``, ``seeker``) ----------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        """A per-user metadata value, or None."""
+        return self.reader.get_meta(key)
+
+    def get_engrams(self, ids: Sequence[str], embeddings: bool = True) -> list[Engram]:
+        """The engrams with these ids (with their embeddings); unknown ids skipped."""
+        return self.reader.get_engrams(ids, embeddings)
+
+    def list_page(self, listing: Listing) -> list[Engram]:
+        """A filtered page in listing order (``smriti.backend.Listing``)."""
+        return self.reader.list_page(listing)
+
+    def count_engrams(self) -> int:
+        """How many engrams this store holds (counted in memory)."""
+        return self.reader.count_engrams()
+
+    def counts(self) -> dict[str, int]:
+        """Counts of engrams, cues and the three edge kinds."""
+        return self.reader.counts()
+
+    def engram_stats(self) -> Iterator[EngramStats]:
+        """Every engram's consolidation fields."""
+        return self.reader.engram_stats()
+
+    def get_cues(self, names: Sequence[str]) -> list[Cue]:
+        """Stored cues whose normalised name is in ``names``, with embeddings."""
+        return self.reader.get_cues(names)
+
+    def get_cues_by_id(self, ids: Sequence[str]) -> list[Cue]:
+        """Stored cues with these ids, with embeddings; unknown skipped."""
+        return self.reader.get_cues_by_id(ids)
+
+    def seek(self, query: Seek) -> Seeds:
+        """A recall's direct hits on every channel (see ``StorageBackend.seek``)."""
+        return self.seeker.seek(query)
+
+    def vector_search_above(
+        self, embedding: np.ndarray, k: int, min_score: float
+    ) -> list[tuple[str, float]]:
+        """Up to ``k`` engram ids by cosine, each scoring at least ``min_score``."""
+        return self.reader.vector_search_above(embedding, k, min_score)
+
+    def neighbourhood(self, query: Expand) -> Neighbourhood:
+        """One hop around ``query.ids`` (see ``StorageBackend.neighbourhood``)."""
+        return self.seeker.neighbourhood(query)
+
+    def iter_engrams(self, batch_size: int = 1000) -> Iterator[Engram]:
+        """Every engram with its embedding, in id order."""
+        return self.reader.iter_engrams(batch_size)
+
+    def iter_cues(self) -> Iterator[Cue]:
+        """Every cue with its embedding."""
+        return self.reader.iter_cues()
+
+    def iter_links(self) -> Iterator[Link]:
+        """Every EncodedBy edge."""
+        return self.reader.iter_links()
+
+    def iter_associations(self) -> Iterator[Association]:
+        """Every AssociatedWith edge."""
+        return self.reader.iter_associations()
+
+    def iter_cooccurrences(self) -> Iterator[CoOccurrence]:
+        """Every CoOccurs edge (pending counts folded first)."""
+        return self.reader.iter_cooccurrences()
+
+    def working_set_streams(
+        self,
+    ) -> tuple[Iterable[Cue], Iterable[Engram], Iterable[Link], Iterable[Association]]:
+        """Cues from memory; engrams, links and associations in chunks of node offsets."""
+        return self.reader.working_set_streams()

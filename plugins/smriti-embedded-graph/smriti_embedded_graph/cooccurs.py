@@ -4,8 +4,8 @@ Bumping the CoOccurs edges of a 12-cue memory (132 directed pairs) in place cost
 0.11.3 ~8 ms at 100k memories: the edges of hub cues are scanned to find the pairs,
 and each property update is a random write. So ``add_memory`` only records the
 memory's cue ids, in the same transaction, as one ``CoOccursQueue`` row (created with
-the engram, in the same statement).
-``fold_cooccurrences`` turns every pending row into edge updates at once: the summed
+the engram, in the same statement). Folding (``WriteBehind.fold_cooccurrences``,
+``CoOccurrences.fold``) turns every pending row into edge updates at once: the summed
 deltas staged in ``CoOccursStage`` (by UNWIND), one join that adds them to the existing
 edges, one COPY that creates the missing ones (~1.5 ms per memory for 2,000 pending).
 
@@ -21,18 +21,12 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable
 from itertools import permutations
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from smriti import get_logger
 from smriti.backend import batched
-from smriti_embedded_graph import durability
-
-if TYPE_CHECKING:
-    from smriti_embedded_graph.backend import EmbeddedGraphBackend as _Self
-else:
-    _Self = object
-
-log = get_logger(__name__)
+from smriti_embedded_graph.bulk import copy_rows
+from smriti_embedded_graph.cuemap import CueMap
+from smriti_embedded_graph.store import GraphStore
 
 #: Pending memories that trigger a fold on the next store.
 FOLD_PENDING = 1000
@@ -41,32 +35,25 @@ STAGE_BATCH = 5000
 _STAGE_CREATE = "UNWIND $rows AS r CREATE (:CoOccursStage {id: r.id, a: r.a, b: r.b, d: r.d})"
 
 
-class CoOccursMixin(_Self):  # type: ignore[misc,valid-type]
-    """Deferred, durable CoOccurs counting for the Kùzu backend."""
+class CoOccurrences:
+    """The count of memories whose co-occurrences wait, and the fold that applies them
+    (in the caller's transaction, through ``store``; ``cues`` tells which cues exist)."""
 
-    def _load_pending(self) -> None:
-        """How many memories wait to be folded (read at open)."""
-        self._pending = int(self._q("MATCH (p:CoOccursQueue) RETURN count(p)")[0][0])
+    def __init__(self, store: GraphStore, cues: CueMap) -> None:
+        self._store = store
+        self._cues = cues
+        #: How many memories wait to be folded (read at open, then kept in step).
+        self.pending = 0
 
-    def fold_cooccurrences(self) -> int:
-        """Apply every pending memory's co-occurrences to the edges; returns how many."""
-        with self._write_lock:
-            self.write_queued()  # queued memories count once written
-            if not self._pending:
-                return 0
-            needed = self._pending * durability.FOLD_BYTES
-            self._check_room(needed, "the co-occurrence counts were not brought up to date")
-            with self._errors(), self._write() as conn:
-                folded = self._fold(conn)
-            self._pending = 0
-        log.debug("kuzu co-occurrences folded", path=str(self.path), memories=folded)
-        return folded
+    def load_pending(self) -> None:
+        """Read how many memories wait to be folded (at open)."""
+        self.pending = int(self._store.read("MATCH (p:CoOccursQueue) RETURN count(p)")[0][0])
 
-    def _fold(self, conn: Any, new_cues: Iterable[str] = ()) -> int:
-        """Fold in ``conn``'s transaction; ``new_cues`` are created in it too (and may not
-        be in ``cues_by_id`` yet)."""
-        rows = self._exec(conn, "MATCH (p:CoOccursQueue) RETURN p.cues").get_all()
-        known = self.cues_by_id.keys() | set(new_cues)
+    def fold(self, conn: Any, new_cues: Iterable[str] = ()) -> int:
+        """Fold every pending memory in ``conn``'s transaction; returns how many.
+        ``new_cues`` are created in it too (and may not be known to ``cues`` yet)."""
+        rows = self._store.exec(conn, "MATCH (p:CoOccursQueue) RETURN p.cues").get_all()
+        known = self._cues.by_id.keys() | set(new_cues)
         new: list[dict[str, Any]] = []
         deltas: Counter[tuple[str, str]] = Counter()
         for (cues,) in rows:
@@ -83,8 +70,8 @@ class CoOccursMixin(_Self):  # type: ignore[misc,valid-type]
             # deletes left a write-ahead log that crashed Kùzu 0.11.3 when replayed
             # after a kill (bench/kill_stress.py). Keys are never reused (see schema).
             for batch in batched(stage, STAGE_BATCH):
-                self._exec(conn, _STAGE_CREATE, {"rows": batch})
-            matched = self._exec(
+                self._store.exec(conn, _STAGE_CREATE, {"rows": batch})
+            matched = self._store.exec(
                 conn,
                 "MATCH (s:CoOccursStage), (a:Cue)-[x:CoOccurs]->(b:Cue) "
                 "WHERE a.id = s.a AND b.id = s.b SET x.strength = x.strength + s.d RETURN s.id",
@@ -95,8 +82,8 @@ class CoOccursMixin(_Self):  # type: ignore[misc,valid-type]
                 for i, ((a, b), d) in enumerate(pairs)
                 if i not in existing
             ]
-            self._exec(conn, "MATCH (s:CoOccursStage) DELETE s")
-        self._exec(conn, "MATCH (p:CoOccursQueue) DELETE p")
+            self._store.exec(conn, "MATCH (s:CoOccursStage) DELETE s")
+        self._store.exec(conn, "MATCH (p:CoOccursQueue) DELETE p")
         # Last: rolling back after a rel COPY loses earlier edges in Kùzu 0.11.3 (README).
-        self._copy_rel(conn, "CoOccurs", new, ("a", "b", "s"))
+        copy_rows(self._store, conn, "CoOccurs", new, ("a", "b", "s"))
         return len(rows)

@@ -25,18 +25,14 @@ import csv
 import os
 import shutil
 import time
-from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from smriti import get_logger
 from smriti.backend import BackendError, private_dir
-from smriti_embedded_graph import durability
-
-if TYPE_CHECKING:
-    from smriti_embedded_graph.backend import EmbeddedGraphBackend as _Self
-else:
-    _Self = object
+from smriti_embedded_graph.cuemap import CueMap
+from smriti_embedded_graph.store import GraphStore
+from smriti_embedded_graph.writebehind import WriteBehind
 
 log = get_logger(__name__)
 
@@ -44,8 +40,19 @@ log = get_logger(__name__)
 SCRATCH_SUFFIX = ".erase"
 
 
-class EraseMixin(_Self):  # type: ignore[misc,valid-type]
-    """``erase_deleted``: rebuild the database file from its live rows."""
+class Eraser:
+    """``erase_deleted``: rebuild ``store``'s database file from its live rows, with
+    ``journal`` (every other read and write) held off; dropped cues leave ``cues``.
+    ``export_format``: the engine's ``EXPORT DATABASE`` format (``csv`` or ``parquet``)."""
+
+    def __init__(
+        self, store: GraphStore, cues: CueMap, journal: WriteBehind, export_format: str
+    ) -> None:
+        self._store = store
+        self._cues = cues
+        self._journal = journal
+        self.export_format = export_format
+        self.path = store.path
 
     @property
     def erase_scratch(self) -> Path:
@@ -66,20 +73,27 @@ class EraseMixin(_Self):  # type: ignore[misc,valid-type]
         BackendError when it cannot; the store is then as it was (the memories stay
         deleted), and the next erase tries again."""
         began = time.monotonic()
-        self.fold_cooccurrences()  # the pending rows name cues, and are exported too
-        with self._exclusive():  # the queued memories are written first
-            self._check_room(2 * self.db_size_hint(), "the deleted memories were not erased")
-            if not self._checkpoint(force=True):
+        self._journal.fold_cooccurrences()  # the pending rows name cues, and are exported too
+        with self._journal.exclusive():  # the queued memories are written first
+            self._store.check_room(
+                2 * self._store.db_size_hint(), "the deleted memories were not erased"
+            )
+            if not self._journal.checkpoint(force=True):
                 raise BackendError(
                     f"cannot checkpoint {self.path}: the deleted memories were deleted but "
                     "not yet erased from its files; free disk space and forget again"
                 )
-            with self._quiet.exclusive():
+            with self._store.quiet.exclusive():
                 dropped = self._rebuild_file()
-        self.forget_cues(dropped)
-        self._save_manifest()
-        log.info("kuzu: deleted memories erased", path=str(self.path), cues=len(dropped),
-                 seconds=round(time.monotonic() - began, 2), bytes=self.db_size_hint())  # fmt: skip
+        self._cues.forget(dropped)
+        self._store.save_manifest()
+        log.info(
+            "kuzu: deleted memories erased",
+            path=str(self.path),
+            cues=len(dropped),
+            seconds=round(time.monotonic() - began, 2),
+            bytes=self._store.db_size_hint(),
+        )
         return len(dropped)
 
     def _rebuild_file(self) -> set[str]:
@@ -89,7 +103,7 @@ class EraseMixin(_Self):  # type: ignore[misc,valid-type]
         scratch = private_dir(self.erase_scratch)
         export, fresh = scratch / "export", scratch / self.path.name
         try:
-            conn = self._conn()
+            conn = self._store.conn()
             if self.export_format != "csv":
                 dropped = self._delete_orphaned_cues(conn)
             try:
@@ -99,16 +113,16 @@ class EraseMixin(_Self):  # type: ignore[misc,valid-type]
             if self.export_format == "csv":
                 dropped = _export_live_cues(export)
             try:
-                self._close_for_swap()
-                _import(self._driver, fresh, export, self.native_extensions)
-                self._lower_manifest_size(fresh.stat().st_size)
+                self._store.close_for_swap()
+                _import(self._store.driver, fresh, export, self._store.native_extensions)
+                self._store.lower_manifest_size(fresh.stat().st_size)
                 # The old file was checkpointed and closed: a WAL left beside it holds
                 # nothing the export lacks, and must not be replayed into the new file.
                 self.path.with_name(self.path.name + ".wal").unlink(missing_ok=True)
                 os.replace(fresh, self.path)
                 _sync_dir(self.path.parent)
             finally:
-                self._reopen_after_swap()
+                self._store.reopen_after_swap()
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         return dropped
@@ -123,7 +137,7 @@ class EraseMixin(_Self):  # type: ignore[misc,valid-type]
         try:
             dropped = {r[0] for r in conn.execute(f"{orphans} RETURN c.id").get_all()}
             if dropped:
-                with self._transaction(conn):
+                with self._store.transaction(conn):
                     conn.execute(
                         "UNWIND $ids AS i MATCH (c:Cue {id: i}) DETACH DELETE c",
                         {"ids": sorted(dropped)},
@@ -132,45 +146,8 @@ class EraseMixin(_Self):  # type: ignore[misc,valid-type]
                 conn.execute("CHECKPOINT")
         except RuntimeError as exc:
             raise BackendError(f"cannot drop the orphaned cues of {self.path}: {exc}") from exc
-        self.forget_cues(dropped)  # gone from the file even if the rebuild fails
+        self._cues.forget(dropped)  # gone from the file even if the rebuild fails
         return dropped
-
-    def _lower_manifest_size(self, size: int) -> None:
-        """Before the smaller file replaces the old one: lower the manifest's size (it
-        guards against a shrunken file), so a crash right after the swap still opens."""
-        old = self._manifest
-        if old is not None and size < old.db_bytes:
-            manifest = durability.Manifest(old.engrams, size)
-            durability.write_manifest(self.path, manifest)
-            self._manifest = manifest
-
-    def _close_for_swap(self) -> None:
-        """Close every connection and the database, keeping what the backend holds in
-        memory (cues, engram ids): the rebuilt file holds the same rows."""
-        with self._conns_lock:
-            for conn in self._conns:
-                with suppress(Exception):  # as close(): closing the database flushes
-                    conn.close()
-            self._conns.clear()
-            self._drop_prepared()
-            self._generation += 1
-            db, self._db = self._db, None
-        db.close()
-
-    def _reopen_after_swap(self) -> None:
-        from smriti_embedded_graph.backend import MAX_DB_BYTES
-
-        if self._db is not None:  # the old database never closed: it is still in use
-            return
-        self._db = self._driver.Database(  # type: ignore[union-attr]
-            str(self.path),
-            buffer_pool_size=self.buffer_mb * 2**20,
-            auto_checkpoint=False,
-            max_db_size=MAX_DB_BYTES,
-            **self.database_options,
-        )
-        self._generation += 1
-        self._schema_epoch += 1
 
 
 def _export_live_cues(export: Path) -> set[str]:

@@ -1,4 +1,4 @@
-"""Read half of the Kùzu backend: lookups, listings, searches and streams.
+"""The reads of the embedded graph backend: lookups, listings, searches and streams.
 
 These are the native reads: recall reaches them only while no working set answers it
 (``smriti.index``: before it is loaded, above its budget, or with
@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -38,17 +38,16 @@ from smriti_embedded_graph.codec import (
     ENGRAM_FIELDS,
     LINK_FIELDS,
     association_from_row,
+    cue_from_row,
     engram_from_row,
     ts_in,
     ts_out,
     vec_out,
 )
+from smriti_embedded_graph.cuemap import CueMap
+from smriti_embedded_graph.store import GraphStore
 from smriti_embedded_graph.text import bm25, document_counts, needle, query_terms, query_tokens
-
-if TYPE_CHECKING:
-    from smriti_embedded_graph.backend import EmbeddedGraphBackend as _Self
-else:
-    _Self = object
+from smriti_embedded_graph.writebehind import WriteBehind
 
 PAGE = 1000
 #: Up to this many ids are looked up one primary key at a time (0.2 ms each); more go
@@ -110,32 +109,58 @@ def _listing_where(listing: Listing) -> tuple[str, dict[str, Any]]:
     return ("WHERE " + " AND ".join(terms) if terms else ""), params
 
 
-class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
-    """Every read of the StorageBackend contract."""
+class Reader:
+    """Every read of the StorageBackend contract, and the finer reads ``seek`` is made
+    of: Kùzu's rows through ``journal`` (after the queued memories; queued ones are
+    read from it when the disk held them back), cues and engram ids from ``cues``,
+    the HNSW index's width from ``store``."""
+
+    def __init__(self, store: GraphStore, cues: CueMap, journal: WriteBehind) -> None:
+        self._store = store
+        self._cues = cues
+        self._journal = journal
+
+    # -- what the write path keeps in memory ----------------------------------------------
+    def load_cue_map(self) -> None:
+        """Read every cue, the id of every engram (a few MB at 100k) and the embeddings'
+        width into ``cues`` (at open, and after a failed import)."""
+        for rows in self._journal.by_offset("(c:Cue)", "c", CUE_FIELDS):
+            self._cues.remember(cue_from_row(r) for r in rows)
+        ids: set[str] = set()
+        # One collected list per chunk, not a row each: fetching a row reacquires the
+        # interpreter lock, which the snapshot's preload holds meanwhile (5 ms a turn).
+        for rows in self._journal.by_offset("(e:Engram)", "e", "collect(e.id)", step=100_000):
+            ids.update(rows[0][0])
+        sample = self._journal.query(
+            "MATCH (e:Engram) WHERE e.embedding IS NOT NULL RETURN e.embedding LIMIT 1"
+        )
+        vector = vec_out(sample[0][0]) if sample else None
+        self._cues.dims = None if vector is None else int(vector.shape[0])
+        self._cues.engram_ids = ids
 
     # -- metadata and indexes -----------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
         """A per-user metadata value, or None."""
-        rows = self._q("MATCH (m:Meta {key: $k}) RETURN m.value", {"k": key})
+        rows = self._journal.query("MATCH (m:Meta {key: $k}) RETURN m.value", {"k": key})
         return rows[0][0] if rows else None
 
     def index_names(self) -> set[str]:
         """Names of the indexes that exist in this store."""
-        return {row[1] for row in self._q("CALL SHOW_INDEXES() RETURN *")}
+        return {row[1] for row in self._journal.query("CALL SHOW_INDEXES() RETURN *")}
 
     # -- engrams --------------------------------------------------------------------------
     def get_engrams(self, ids: Sequence[str], embeddings: bool = True) -> list[Engram]:
         """The engrams with these ids (always with their embeddings: they come in the
         same column read); unknown ids skipped (without a query)."""
-        known = self._engram_ids
+        known = self._cues.engram_ids
         wanted = [i for i in dict.fromkeys(ids) if known is None or i in known]
         if not wanted:
             return []
         if len(wanted) <= BY_KEY:
             one = f"MATCH (e:Engram {{id: $id}}) RETURN {ENGRAM_FIELDS}"
-            rows = [r for i in wanted for r in self._q(one, {"id": i}, lag_ok=True)]
+            rows = [r for i in wanted for r in self._journal.query(one, {"id": i}, lag_ok=True)]
         else:
-            rows = self._q(
+            rows = self._journal.query(
                 f"UNWIND $ids AS i MATCH (e:Engram {{id: i}}) RETURN {ENGRAM_FIELDS}",
                 {"ids": wanted},
                 lag_ok=True,
@@ -148,7 +173,7 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
     def _queued_engrams(self, ids: Iterable[str] | None = None) -> list[Engram]:
         """Engrams stored but not yet in Kùzu (waiting for disk space), of ``ids`` (all
         when None)."""
-        queued = list(self._queued)
+        queued = self._journal.queued()
         if not queued:
             return []
         chosen = None if ids is None else set(ids)
@@ -164,7 +189,7 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
         if listing.limit <= 0:
             return []
         where, params = _listing_where(listing)
-        rows = self._q(
+        rows = self._journal.query(
             f"MATCH (e:Engram) {where} RETURN {ENGRAM_FIELDS} "
             "ORDER BY e.last_accessed_at DESC, e.created_at DESC, e.id DESC LIMIT $k",
             {**params, "k": int(listing.limit)},
@@ -180,13 +205,13 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
 
     def count_engrams(self) -> int:
         """How many engrams this store holds (counted in memory)."""
-        if self._engram_ids is not None:
-            return len(self._engram_ids)
-        return int(self._q("MATCH (e:Engram) RETURN count(e)")[0][0])
+        if self._cues.engram_ids is not None:
+            return len(self._cues.engram_ids)
+        return int(self._journal.query("MATCH (e:Engram) RETURN count(e)")[0][0])
 
     def counts(self) -> dict[str, int]:
         """Counts of engrams, cues and the three edge kinds."""
-        self.fold_cooccurrences()
+        self._journal.fold_cooccurrences()
         queries = {
             "engrams": "MATCH (e:Engram) RETURN count(e)",
             "cues": "MATCH (c:Cue) RETURN count(c)",
@@ -194,7 +219,7 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
             "associations": "MATCH ()-[r:AssociatedWith]->() RETURN count(r)",
             "cooccurrences": "MATCH ()-[r:CoOccurs]->() RETURN count(r)",
         }
-        return {name: int(self._q(q)[0][0]) for name, q in queries.items()}
+        return {name: int(self._journal.query(q)[0][0]) for name, q in queries.items()}
 
     def engram_stats(self) -> Iterator[EngramStats]:
         """Every engram's consolidation fields, in chunks of node offsets (keyset pages
@@ -202,7 +227,7 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
         fields = (
             "e.id, e.importance, e.access_count, e.last_accessed_at, e.decay_factor, e.cluster_id"
         )
-        for rows in self._by_offset("(e:Engram)", "e", fields):
+        for rows in self._journal.by_offset("(e:Engram)", "e", fields):
             for r in rows:
                 yield EngramStats(
                     id=r[0],
@@ -217,7 +242,7 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
         """Rows of ``table`` in id order, ``size`` at a time (keyset pagination)."""
         after = ""
         while True:
-            rows = self._q(
+            rows = self._journal.query(
                 f"MATCH ({alias}:{table}) WHERE {alias}.id > $after RETURN {fields} "
                 f"ORDER BY {alias}.id LIMIT $n",
                 {"after": after, "n": int(size)},
@@ -232,7 +257,7 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
     def embedding_pages(self) -> Iterator[list[tuple[str, np.ndarray]]]:
         """(id, embedding) of the engrams with an embedding, a chunk at a time."""
         where = "e.embedding IS NOT NULL"
-        for rows in self._by_offset("(e:Engram)", "e", "e.id, e.embedding", where=where):
+        for rows in self._journal.by_offset("(e:Engram)", "e", "e.id, e.embedding", where=where):
             page = [(r[0], vec_out(r[1])) for r in rows]
             yield [(k, v) for k, v in page if v is not None]
 
@@ -243,7 +268,7 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
         """Top-k by cosine: the HNSW index when built, else an exact scan."""
         if k <= 0:
             return []
-        if self.vector_index_dims and "engram_vec" in self.index_names():
+        if self._store.vector_index_dims and "engram_vec" in self.index_names():
             hits = self._hnsw_search(embedding, k, memory_type)
             if hits is not None:
                 return hits
@@ -259,10 +284,10 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
         self, embedding: np.ndarray, k: int, memory_type: str | None
     ) -> list[tuple[str, float]] | None:
         query = unit(embedding)
-        if query.shape[0] != self.vector_index_dims:
+        if query.shape[0] != self._store.vector_index_dims:
             return None
         fetch = k if memory_type is None else k * 4
-        rows = self._q(
+        rows = self._journal.query(
             "CALL QUERY_VECTOR_INDEX('EngramVec', 'engram_vec', $q, $k, efs := 200) "
             "WITH node AS v, distance MATCH (e:Engram {id: v.id}) "
             f"{_type_filter(memory_type)} RETURN e.id, 1.0 - distance AS s ORDER BY s DESC",
@@ -284,7 +309,7 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
             where += " AND e.memory_type = $t"
             params["t"] = memory_type
         best: list[tuple[str, float]] = []
-        for rows in self._by_offset(
+        for rows in self._journal.by_offset(
             "(e:Engram)", "e", "e.id, e.embedding", where=where, params=params
         ):
             raw = [base64.b64decode(r[1]) for r in rows]
@@ -315,7 +340,7 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
         self, tokens: list[str], k: int, memory_type: str | None
     ) -> list[tuple[str, float]]:
         where = "" if memory_type is None else "WHERE node.memory_type = $t"
-        rows = self._q(
+        rows = self._journal.query(
             "CALL QUERY_FTS_INDEX('Engram', 'engram_fts', $q) WITH node, score "
             f"{where} RETURN node.id, score ORDER BY score DESC, node.id LIMIT $k",
             {"q": " ".join(tokens), "k": int(k), **({"t": memory_type} if memory_type else {})},
@@ -335,7 +360,7 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
         if memory_type is not None:
             where += " AND e.memory_type = $t"
             params["t"] = memory_type
-        rows = self._q(
+        rows = self._journal.query(
             f"MATCH (e:Engram) WHERE {where} RETURN e.id, e.content, e.summary, e.tags_text",
             params,
         )
@@ -346,20 +371,20 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
     def get_cues(self, names: Sequence[str]) -> list[Cue]:
         """Stored cues whose normalised name is in ``names``, with embeddings (from memory)."""
         keys = dict.fromkeys(normalise_cue_name(n) for n in names)
-        by_key = self.cues_by_key
+        by_key = self._cues.by_key
         found = [by_key.get(key) for key in keys]
-        return [self.stored_cue(c) for c in found if c is not None]
+        return [self._cues.stored(c) for c in found if c is not None]
 
     def get_cues_by_id(self, ids: Sequence[str]) -> list[Cue]:
         """Stored cues with these ids, with embeddings (from memory)."""
-        by_id = self.cues_by_id
+        by_id = self._cues.by_id
         found = [by_id.get(i) for i in dict.fromkeys(ids)]
-        return [self.stored_cue(c) for c in found if c is not None]
+        return [self._cues.stored(c) for c in found if c is not None]
 
     def cue_vector_search(self, embedding: np.ndarray, k: int) -> list[tuple[Cue, float]]:
         """Top-k cues by cosine, from the in-process cue cache."""
-        by_id = self.cues_by_id
-        found = ((by_id.get(i), s) for i, s in self.cue_cache.search(embedding, k))
+        by_id = self._cues.by_id
+        found = ((by_id.get(i), s) for i, s in self._cues.cache.search(embedding, k))
         return [(c, s) for c, s in found if c is not None]
 
     def engrams_for_cues(
@@ -368,7 +393,7 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
         """Up to ``limit_per_cue`` most important engrams per cue (by primary key)."""
         out: dict[str, list[tuple[str, float]]] = {}
         for cid in dict.fromkeys(cue_ids):
-            rows = self._q(
+            rows = self._journal.query(
                 "MATCH (e:Engram)-[r:EncodedBy]->(c:Cue {id: $c}) RETURN e.id, r.strength "
                 "ORDER BY e.importance DESC, e.id LIMIT $n",
                 {"c": cid, "n": max(0, int(limit_per_cue))},
@@ -378,7 +403,7 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
 
     def cue_degrees(self, cue_ids: Sequence[str]) -> dict[str, int]:
         """Number of engrams each cue encodes."""
-        rows = self._q(
+        rows = self._journal.query(
             "UNWIND $ids AS i MATCH (e:Engram)-[:EncodedBy]->(c:Cue {id: i}) RETURN c.id, count(e)",
             {"ids": list(dict.fromkeys(cue_ids))},
         )
@@ -388,7 +413,7 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
 
     def cues_of(self, engram_ids: Sequence[str]) -> list[Link]:
         """The EncodedBy edges of these engrams."""
-        rows = self._q(
+        rows = self._journal.query(
             "UNWIND $ids AS i MATCH (e:Engram {id: i})-[r:EncodedBy]->(c:Cue) "
             "RETURN e.id, c.id, r.strength",
             {"ids": list(dict.fromkeys(engram_ids))},
@@ -402,7 +427,7 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
         ids = list(dict.fromkeys(engram_ids))
         found: dict[tuple[str, str, str], Association] = {}
         for end in ("a", "b"):
-            rows = self._q(
+            rows = self._journal.query(
                 f"UNWIND $ids AS i MATCH (a:Engram)-[r:AssociatedWith]->(b:Engram) "
                 f"WHERE {end}.id = i RETURN i, a.id, b.id, r.strength, r.relation_type, "
                 "r.created_at ORDER BY r.strength DESC",
@@ -432,20 +457,24 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
 
     def iter_links(self) -> Iterator[Link]:
         """Every EncodedBy edge."""
-        for r in self._stream(f"MATCH (e:Engram)-[r:EncodedBy]->(c:Cue) RETURN {LINK_FIELDS}"):
+        for r in self._journal.stream(
+            f"MATCH (e:Engram)-[r:EncodedBy]->(c:Cue) RETURN {LINK_FIELDS}"
+        ):
             yield Link(r[0], r[1], float(r[2]))
 
     def iter_associations(self) -> Iterator[Association]:
         """Every AssociatedWith edge."""
-        rows = self._stream(
+        rows = self._journal.stream(
             f"MATCH (a:Engram)-[r:AssociatedWith]->(b:Engram) RETURN {ASSOC_FIELDS}"
         )
         yield from map(association_from_row, rows)
 
     def iter_cooccurrences(self) -> Iterator[CoOccurrence]:
         """Every CoOccurs edge."""
-        self.fold_cooccurrences()
-        for r in self._stream("MATCH (a:Cue)-[r:CoOccurs]->(b:Cue) RETURN a.id, b.id, r.strength"):
+        self._journal.fold_cooccurrences()
+        for r in self._journal.stream(
+            "MATCH (a:Cue)-[r:CoOccurs]->(b:Cue) RETURN a.id, b.id, r.strength"
+        ):
             yield CoOccurrence(r[0], r[1], float(r[2]))
 
     def working_set_streams(
@@ -457,17 +486,19 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
             self._kept_cues(),
             (
                 engram_from_row(r)
-                for rows in self._by_offset("(e:Engram)", "e", ENGRAM_FIELDS)
+                for rows in self._journal.by_offset("(e:Engram)", "e", ENGRAM_FIELDS)
                 for r in rows
             ),
             (
                 Link(r[0], r[1], float(r[2]))
-                for rows in self._by_offset("(e:Engram)-[r:EncodedBy]->(c:Cue)", "e", LINK_FIELDS)
+                for rows in self._journal.by_offset(
+                    "(e:Engram)-[r:EncodedBy]->(c:Cue)", "e", LINK_FIELDS
+                )
                 for r in rows
             ),
             (
                 association_from_row(r)
-                for rows in self._by_offset(
+                for rows in self._journal.by_offset(
                     "(a:Engram)-[r:AssociatedWith]->(b:Engram)", "a", ASSOC_FIELDS
                 )
                 for r in rows
@@ -476,7 +507,5 @@ class QueriesMixin(_Self):  # type: ignore[misc,valid-type]
 
     def _kept_cues(self) -> Iterator[Cue]:
         """Every cue with its embedding, from the name map and the cue cache."""
-        with self._cues_lock:
-            cues = list(self.cues_by_id.values())
-        for cue in cues:
-            yield self.stored_cue(cue)
+        for cue in self._cues.every():
+            yield self._cues.stored(cue)

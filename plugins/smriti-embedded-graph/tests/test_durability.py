@@ -46,7 +46,7 @@ def _opened(path: Path, **kwargs: Any) -> Iterator[Backend]:
 
 def _ids(path: Path) -> list[str]:
     with _opened(path) as backend:
-        return sorted(r[0] for r in backend._q("MATCH (e:Engram) RETURN e.id"))
+        return sorted(r[0] for r in backend.journal.query("MATCH (e:Engram) RETURN e.id"))
 
 
 def _manifest(path: Path) -> dict[str, Any]:
@@ -74,13 +74,13 @@ def test_short_journal_write_fails_the_store_and_is_cut_back(tmp_path: Path) -> 
     path = tmp_path / "alice" / DB_FILE
     with _opened(path) as backend:
         backend.add_memory(build.engram(1), [build.cue("x")], [])
-        before = backend.journal_path.stat().st_size
-        backend._journal = _ShortWrites(backend._open_journal())
+        before = backend.journal.journal_path.stat().st_size
+        backend.journal._journal = _ShortWrites(backend.journal._open_journal())
         with pytest.raises(StorageFullError, match="disk full: the memory was not stored"):
             backend.add_memory(build.engram(2), [build.cue("y")], [])
-        assert backend.journal_path.stat().st_size == before  # the half line is gone
+        assert backend.journal.journal_path.stat().st_size == before  # the half line is gone
         assert backend.get_engrams(["e00002"]) == []
-        backend._journal = backend._journal.real
+        backend.journal._journal = backend.journal._journal.real
         backend.add_memory(build.engram(3), [], [])  # the next store works
     assert _ids(path) == ["e00001", "e00003"]
 
@@ -89,7 +89,7 @@ def test_failed_fsync_fails_the_store(tmp_path: Path, monkeypatch: pytest.Monkey
     path = tmp_path / "alice" / DB_FILE
     with _opened(path) as backend:
         backend.add_memory(build.engram(1), [], [])
-        before = backend.journal_path.stat().st_size
+        before = backend.journal.journal_path.stat().st_size
         real_fsync = os.fsync
 
         def fsync(fd: int) -> None:
@@ -99,8 +99,8 @@ def test_failed_fsync_fails_the_store(tmp_path: Path, monkeypatch: pytest.Monkey
         monkeypatch.setattr(writebehind.os, "fsync", fsync)
         with pytest.raises(BackendError, match="cannot write the journal"):
             backend.add_memory(build.engram(2), [], [])
-        assert backend.journal_path.stat().st_size == before
-        assert backend.writes_queued() + backend.count_engrams() == 1
+        assert backend.journal.journal_path.stat().st_size == before
+        assert backend.journal.writes_queued() + backend.count_engrams() == 1
     assert _ids(path) == ["e00001"]
 
 
@@ -127,12 +127,12 @@ def test_queued_memories_wait_for_room_and_are_listed_meanwhile(
     path = tmp_path / "alice" / DB_FILE
     with _opened(path) as backend:
         backend.add_memory(build.engram(1), [], [])
-        backend._write_in_background = lambda: None  # type: ignore[method-assign]
+        backend.journal._write_in_background = lambda: None  # type: ignore[method-assign]
         correction = build.engram(2, supersedes="e00001", tags=["fixed"])
         backend.add_memory(correction, [], [])
         monkeypatch.setattr(durability, "free_bytes", lambda _: 0)  # no room for Kùzu
         with pytest.raises(StorageFullError, match="1 stored memories wait"):
-            backend.write_queued()
+            backend.journal.write_queued()
         assert sorted(e.id for e in backend.list_page(Listing(5))) == ["e00001", "e00002"]
         # The queued memory passes the listing's filters like a stored one.
         assert [e.id for e in backend.list_page(Listing(5, tags=["fixed"]))] == ["e00002"]
@@ -155,7 +155,7 @@ _FULL_DISK_CHILD = """
     backend.open()
     for i in range(20):
         backend.add_memory(build.engram(i), [build.cue(f"k{{i}}")], [])
-    assert backend._checkpoint(force=True)  # all in the file; journal and WAL empty
+    assert backend.journal.checkpoint(force=True)  # all in the file; journal and WAL empty
     durability.has_room = lambda path, needed: True  # no guard: let Kùzu hit the wall
     big = "x" * 250_000
     if mode == "tmpfs":  # room for the journal line, not for the WAL record too
@@ -168,12 +168,12 @@ _FULL_DISK_CHILD = """
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
     backend.add_memory(build.engram(99, content=big), [], [])  # journaled: acknowledged
     try:
-        backend.write_queued()
+        backend.journal.write_queued()
     except Exception as exc:
         print("kuzu write failed:", exc, file=sys.stderr)
     else:
         raise SystemExit("the Kùzu write did not fail")
-    assert backend._kuzu_failed
+    assert backend.store.kuzu_failed
     backend.close()
     sys.exit(0)  # a normal exit: interpreter teardown must not abort either
 """
@@ -203,7 +203,7 @@ def test_kuzu_write_failure_on_a_full_disk_does_not_abort(tmp_path: Path, mode: 
         assert "kuzu store left unclosed" in done.stderr  # not closed: that aborted
         (path.parent / "filler").unlink(missing_ok=True)  # space is back
         with _opened(path) as backend:
-            ids = sorted(r[0] for r in backend._q("MATCH (e:Engram) RETURN e.id"))
+            ids = sorted(r[0] for r in backend.journal.query("MATCH (e:Engram) RETURN e.id"))
             assert ids == sorted([f"e{i:05d}" for i in range(20)] + ["e00099"])
             backend.add_memory(build.engram(100), [], [])  # and it takes new memories
     finally:

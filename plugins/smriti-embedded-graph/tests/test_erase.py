@@ -34,7 +34,7 @@ def fill(backend: Backend, build: GraphBuilder) -> None:
     )
     for i in (2, 3):
         backend.add_memory(build.engram(i), [shared], [])
-    backend.write_queued()
+    backend.journal.write_queued()
 
 
 @pytest.fixture
@@ -48,8 +48,8 @@ def test_deleted_bytes_stay_after_a_checkpoint_and_go_after_the_erase(
     backend = store_factory("alice")
     fill(backend, build)
     backend.delete_engrams(["e00001"])
-    with backend._exclusive():
-        assert backend._checkpoint(force=True)
+    with backend.journal.exclusive():
+        assert backend.journal.checkpoint(force=True)
     # why the erase exists: Kùzu keeps what it deleted in the file
     assert DB_FILE in files_holding(tmp_path / "alice", TOKEN)
     assert backend.erase_deleted() == 1
@@ -73,7 +73,7 @@ def test_a_failed_rebuild_leaves_the_store_as_it_was(
     monkeypatch.setattr(erase, "_import", failing)
     with pytest.raises(BackendError, match="injected"):
         backend.erase_deleted()
-    assert not backend.erase_scratch.exists(), "the export (the store's texts) was left"
+    assert not backend.eraser.erase_scratch.exists(), "the export (the store's texts) was left"
     assert sorted(e.id for e in backend.iter_engrams()) == ["e00002", "e00003"]
     monkeypatch.undo()
     # The next erase does it. An engine that exports parquet deleted the orphaned cue

@@ -31,8 +31,8 @@ needs_extensions = pytest.mark.skipif(
 def _hold_writes(backend: Backend) -> threading.Event:
     """Keep the background write from running until the returned event is set."""
     gate = threading.Event()
-    background = backend._write_in_background
-    backend._write_in_background = lambda: (gate.wait(60), background())  # type: ignore[method-assign]
+    background = backend.journal._write_in_background
+    backend.journal._write_in_background = lambda: (gate.wait(60), background())  # type: ignore[method-assign]
     return gate
 
 
@@ -68,26 +68,28 @@ def _opened(path: Path, **kwargs: Any) -> Iterator[Backend]:
 
 
 def _kuzu_ids(backend: Backend) -> list[str]:
-    return sorted(r[0] for r in backend._q("MATCH (e:Engram) RETURN e.id"))
+    return sorted(r[0] for r in backend.journal.query("MATCH (e:Engram) RETURN e.id"))
 
 
 def test_store_returns_before_kuzu_has_it_and_reads_see_it(store_factory: Factory) -> None:
     backend = store_factory("alice")
     gate = _hold_writes(backend)
     backend.add_memory(build.engram(1), [build.cue("x"), build.cue("y")], [])
-    assert backend.writes_queued() == 1
-    assert backend.journal_path.stat().st_size > 0
+    assert backend.journal.writes_queued() == 1
+    assert backend.journal.journal_path.stat().st_size > 0
     # A query of Kùzu writes the queued memory first.
     assert [e.id for e in backend.get_engrams(["e00001"])] == ["e00001"]
     assert _kuzu_ids(backend) == ["e00001"]
-    assert backend.writes_queued() == 0
-    links = backend._q("MATCH (:Engram {id: 'e00001'})-[:EncodedBy]->(c:Cue) RETURN c.name")
+    assert backend.journal.writes_queued() == 0
+    links = backend.journal.query(
+        "MATCH (:Engram {id: 'e00001'})-[:EncodedBy]->(c:Cue) RETURN c.name"
+    )
     assert sorted(r[0] for r in links) == ["x", "y"]
     gate.set()
     # The journal keeps the memory until Kùzu has checkpointed it into its file.
-    assert backend.journal_path.stat().st_size > 0
-    assert backend._checkpoint(force=True)
-    assert backend.journal_path.stat().st_size == 0
+    assert backend.journal.journal_path.stat().st_size > 0
+    assert backend.journal.checkpoint(force=True)
+    assert backend.journal.journal_path.stat().st_size == 0
 
 
 def test_other_writes_come_after_the_queued_memories(store_factory: Factory) -> None:
@@ -97,7 +99,7 @@ def test_other_writes_come_after_the_queued_memories(store_factory: Factory) -> 
     backend.add_memory(build.engram(2), [], [Association("e00002", "e00001", 0.9)])
     assert backend.delete_engrams(["e00001"]) == 1  # written, then deleted
     assert _kuzu_ids(backend) == ["e00002"]
-    assert backend._q("MATCH ()-[r:AssociatedWith]->() RETURN count(r)") == [[0]]
+    assert backend.journal.query("MATCH ()-[r:AssociatedWith]->() RETURN count(r)") == [[0]]
     gate.set()
 
 
@@ -108,13 +110,13 @@ def test_kill_before_the_background_write_loses_nothing(tmp_path: Path) -> None:
         """
         backend.add_memory(build.engram(1), [build.cue("x")], [])
         backend.count_engrams()  # e00001 is in Kùzu
-        backend._q("RETURN 1")
-        backend._write_in_background = lambda: None  # the background write never runs
+        backend.journal.query("RETURN 1")
+        backend.journal._write_in_background = lambda: None  # the background write never runs
         backend.add_memory(
             build.engram(2), [build.cue("x"), build.cue("y")],
             [Association("e00002", "e00001", 0.8)],
         )
-        assert backend.writes_queued() == 1
+        assert backend.journal.writes_queued() == 1
         """,
     )
     assert path.with_name(DB_FILE + ".journal").stat().st_size > 0
@@ -123,11 +125,11 @@ def test_kill_before_the_background_write_loses_nothing(tmp_path: Path) -> None:
         assert _kuzu_ids(backend) == ["e00001", "e00002"]
         [got] = backend.get_engrams(["e00002"])
         assert got.content == build.engram(2).content
-        assert sorted(link.cue_id for link in backend.cues_of(["e00002"])) == ["c-x", "c-y"]
+        assert sorted(link.cue_id for link in backend.reader.cues_of(["e00002"])) == ["c-x", "c-y"]
         [edge] = [a for a in backend.iter_associations() if a.source_id == "e00002"]
         assert (edge.target_id, edge.strength) == ("e00001", 0.8)
         assert backend.counts()["cooccurrences"] == 2  # x<->y, from the replayed memory
-        assert backend.journal_path.stat().st_size == 0
+        assert backend.journal.journal_path.stat().st_size == 0
     with _opened(path) as again:  # opening again writes nothing twice
         assert _kuzu_ids(again) == ["e00001", "e00002"]
 
@@ -142,7 +144,7 @@ def test_a_memory_forgotten_before_a_kill_stays_forgotten(tmp_path: Path) -> Non
         """
         backend.add_memory(build.engram(1), [build.cue("zebra")], [])
         backend.add_memory(build.engram(2), [build.cue("lion")], [])
-        backend.write_queued()
+        backend.journal.write_queued()
         assert backend.delete_engrams(["e00001"]) == 1
         backend.add_memory(build.engram(3), [build.cue("lion")], [])  # no checkpoint follows
         """,
@@ -163,12 +165,12 @@ def test_replayed_memories_join_an_existing_vector_index(tmp_path: Path) -> None
     _run_killed(
         path,
         """
-        backend._write_in_background = lambda: None
+        backend.journal._write_in_background = lambda: None
         backend.add_memory(build.engram(2), [], [])
         """,
     )
     with _opened(path, native_indexes=True) as again:
-        indexed = sorted(r[0] for r in again._q("MATCH (v:EngramVec) RETURN v.id"))
+        indexed = sorted(r[0] for r in again.journal.query("MATCH (v:EngramVec) RETURN v.id"))
         assert indexed == ["e00001", "e00002"]
 
 
@@ -193,12 +195,12 @@ def test_unfinished_last_journal_line_is_ignored(tmp_path: Path) -> None:
     gate = _hold_writes(backend)
     backend.add_memory(build.engram(1), [], [])
     backend.add_memory(build.engram(2), [], [])
-    journal = backend.journal_path.read_bytes()
-    backend._queued.clear()  # close must not write them: the journal is all there is
+    journal = backend.journal.journal_path.read_bytes()
+    backend.journal._queued.clear()  # close must not write them: the journal is all there is
     gate.set()
     backend.close()
     first, second = journal.splitlines(keepends=True)
-    backend.journal_path.write_bytes(first + second[: len(second) // 2])  # cut mid-append
+    backend.journal.journal_path.write_bytes(first + second[: len(second) // 2])  # cut mid-append
     # A line cut mid-append is a store that never returned: unlike here, the manifest
     # never counted it (it counts e00002, and the open would rightly refuse).
     (path.parent / (DB_FILE + ".manifest.json")).unlink()
@@ -221,7 +223,7 @@ def test_damaged_journal_line_stops_the_open_and_is_kept(tmp_path: Path) -> None
 
 def test_unwritable_journal_stores_nothing(store_factory: Factory) -> None:
     backend = store_factory("alice")
-    backend.journal_path.mkdir()  # cannot be opened as a file
+    backend.journal.journal_path.mkdir()  # cannot be opened as a file
     with pytest.raises(BackendError, match="journal"):
         backend.add_memory(build.engram(1), [build.cue("x")], [])
     assert backend.get_engrams(["e00001"]) == []
@@ -240,7 +242,7 @@ def test_taken_ids_are_refused_before_they_are_queued(store_factory: Factory) ->
     twins = [build.cue("p"), build.cue("q").__class__("c-p", "q", "keyword", build.vec(4))]
     with pytest.raises(BackendError, match="already stored"):
         backend.add_memory(build.engram(3), twins, [])
-    assert backend.writes_queued() == 0
+    assert backend.journal.writes_queued() == 0
     assert _kuzu_ids(backend) == ["e00001"]
 
 
@@ -250,6 +252,6 @@ def test_close_writes_what_is_queued(store_factory: Factory, tmp_path: Path) -> 
     for i in range(5):
         backend.add_memory(build.engram(i), [build.cue(f"k{i}")], [])
     backend.close()
-    assert backend.journal_path.stat().st_size == 0
+    assert backend.journal.journal_path.stat().st_size == 0
     again = store_factory("alice")
     assert _kuzu_ids(again) == [f"e0000{i}" for i in range(5)]
