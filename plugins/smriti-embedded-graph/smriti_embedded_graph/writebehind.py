@@ -4,7 +4,7 @@ A store does not wait for Kùzu. Under the backend's write lock it appends the m
 rows to a journal file next to the database (``memory.kuzu.journal``, one JSON line,
 fsynced: about 0.3 ms), keeps its id and new cues in memory and returns. A background
 thread then writes every queued memory in one Kùzu transaction. The journal keeps a
-memory until Kùzu has checkpointed it into the database file (``_checkpointed``), so
+memory until Kùzu has checkpointed it into the database file (``checkpoint``), so
 neither a crash nor a damaged Kùzu WAL can lose it. At 100k memories, the statements
 and the commit were 6-7 ms of a 9-10 ms store.
 
