@@ -220,9 +220,7 @@ def _import(engine: Engine, request: ImportRequest, progress: ProgressArg) -> di
 
     path = Path(request.path)
     # Memories brought in by a user's import say so (unless their record names who said them).
-    return import_store(
-        engine, path, progress, merge=request.merge, origin=IMPORT_ORIGIN
-    ).to_dict()
+    return import_store(engine, path, progress, merge=request.merge, origin=IMPORT_ORIGIN).to_dict()
 
 
 def _hash(engine: Engine, request: HashRequest, progress: ProgressArg) -> dict[str, Any]:
