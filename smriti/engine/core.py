@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 import pluggy
 
-from smriti import validation
 from smriti.backend import StorageBackend, WriteGate
 from smriti.backup import SyncReport
 from smriti.config import Settings, validate_user
@@ -29,13 +28,33 @@ from smriti.logs import get_logger
 from smriti.model import Cue, Engram, Provenance
 from smriti.plugins import Registry, create_plugin_manager
 from smriti.progress import ProgressArg
-from smriti.requests import CorrectRequest, RecallRequest, StoreRequest
+from smriti.requests import (
+    CorrectRequest,
+    DuplicatesRequest,
+    ForgetRequest,
+    GetRequest,
+    HistoryRequest,
+    MergeRequest,
+    PurgeRequest,
+    RecallRequest,
+    RelatedRequest,
+    StoreRequest,
+    UpdateRequest,
+)
 
 log = get_logger(__name__)
 
 EMBEDDING_MODEL_KEY = "embedding_model"
 CUE_CACHE_SIZE = 20_000
 INDEX_CHECK_EVERY = 50
+
+
+def _request[R](cls: type[R], given: object, *args: object, **options: object) -> R:
+    """``given`` when it is a ``cls`` request; else the request ``cls.parse`` builds from
+    ``given``, ``args`` and ``options`` (the keyword convenience of an Engine method)."""
+    if isinstance(given, cls):
+        return given
+    return cls.parse(given, *args, **options)  # type: ignore[attr-defined, no-any-return]
 
 
 class Engine:
@@ -175,13 +194,8 @@ class Engine:
         (see ``smriti.engine.store``); an application storing through this API is an
         agent unless it says otherwise.
         """
-        request = (
-            content
-            if isinstance(content, StoreRequest)
-            else StoreRequest.parse(
-                content, *args, **options, max_chars=self.settings.max_content_chars
-            )  # type: ignore[arg-type]
-        )
+        limit = {"max_chars": self.settings.max_content_chars}
+        request = _request(StoreRequest, content, *args, **options, **limit)
         said = Provenance(request.origin, request.principal)
         with self.writes.shared():
             return store(
@@ -200,18 +214,15 @@ class Engine:
         ``cursor``, ``origin``): a convenience for Python callers, which builds the
         request.
         """
-        request = (
-            query
-            if isinstance(query, RecallRequest)
-            else RecallRequest.parse(
-                query, *args, **options, max_limit=self.settings.max_recall_limit
-            )  # type: ignore[arg-type]
-        )
+        limit = {"max_limit": self.settings.max_recall_limit}
+        request = _request(RecallRequest, query, *args, **options, **limit)
         return recall(self, request)
 
-    def get(self, memory_id: object) -> dict[str, Any]:
-        """One memory with its cues, associations and version chain."""
-        return versions.get(self, memory_id)
+    def get(self, memory_id: GetRequest | object) -> dict[str, Any]:
+        """One memory with its cues, associations and version chain (a GetRequest, or
+        the memory's id)."""
+        request = _request(GetRequest, memory_id)
+        return versions.get(self, request.memory_id)
 
     def correct(
         self, memory_id: CorrectRequest | object, *args: object, **options: object
@@ -226,11 +237,7 @@ class Engine:
         ``purged`` lists their ids."""
         from smriti.engine.purge import purge_versions
 
-        request = (
-            memory_id
-            if isinstance(memory_id, CorrectRequest)
-            else CorrectRequest.parse(memory_id, *args, **options)  # type: ignore[arg-type]
-        )
+        request = _request(CorrectRequest, memory_id, *args, **options)
         tags = None if request.tags is None else list(request.tags)
         result = versions.correct(
             self, request.memory_id, request.content, request.importance, tags,
@@ -240,44 +247,59 @@ class Engine:
             result["purged"] = purge_versions(self, result["new_id"])
         return result
 
-    def history(self, memory_id: object) -> dict[str, Any]:
-        """The versions of a memory, oldest first."""
-        return versions.history(self, memory_id)
+    def history(self, memory_id: HistoryRequest | object) -> dict[str, Any]:
+        """The versions of a memory, oldest first (a HistoryRequest, or the id)."""
+        request = _request(HistoryRequest, memory_id)
+        return versions.history(self, request.memory_id)
 
     def update(
-        self, memory_id: object, importance: object = None, tags: object = None
+        self, memory_id: UpdateRequest | object, *args: object, **options: object
     ) -> dict[str, Any]:
-        """Change a memory's importance and/or tags in place."""
-        return versions.update(self, memory_id, importance, tags)
+        """Change a memory's importance and/or tags in place: an UpdateRequest, or the
+        id with ``importance`` and ``tags`` (``UpdateRequest.parse``)."""
+        request = _request(UpdateRequest, memory_id, *args, **options)
+        tags = None if request.tags is None else list(request.tags)
+        return versions.update(self, request.memory_id, request.importance, tags)
 
-    def related(self, memory_id: object, limit: object = 10) -> dict[str, Any]:
-        """Memories linked to ``memory_id``, with relation and strength."""
-        return versions.related(self, memory_id, limit)
+    def related(
+        self, memory_id: RelatedRequest | object, *args: object, **options: object
+    ) -> dict[str, Any]:
+        """Memories linked to a memory, with relation and strength: a RelatedRequest, or
+        the id with ``limit`` (``RelatedRequest.parse``)."""
+        request = _request(RelatedRequest, memory_id, *args, **options)
+        return versions.related(self, request.memory_id, request.limit)
 
     def duplicates(
-        self, threshold: object = None, limit: object = None, stale_days: object = None
+        self, threshold: DuplicatesRequest | object = None, *args: object, **options: object
     ) -> dict[str, Any]:
-        """Groups of near-duplicate memories and stale ones (``smriti.engine.tidy``)."""
+        """Groups of near-duplicate memories and stale ones (``smriti.engine.tidy``): a
+        DuplicatesRequest, or ``threshold``, ``limit`` and ``stale_days``."""
         from smriti.engine import tidy
 
-        return tidy.duplicates_report(self, threshold, limit, stale_days)
+        request = _request(DuplicatesRequest, threshold, *args, **options)
+        return tidy.duplicates_report(self, request.threshold, request.limit, request.stale_days)
 
-    def merge(self, memory_id: object, memory_ids: object) -> dict[str, Any]:
-        """Merge ``memory_ids`` into ``memory_id`` (``smriti.engine.tidy``)."""
+    def merge(
+        self, memory_id: MergeRequest | object, *args: object, **options: object
+    ) -> dict[str, Any]:
+        """Merge memories into one (``smriti.engine.tidy``): a MergeRequest, or the
+        survivor's id and ``memory_ids``."""
         from smriti.engine import tidy
 
-        return tidy.merge(self, memory_id, memory_ids)
+        request = _request(MergeRequest, memory_id, *args, **options)
+        return tidy.merge(self, request.memory_id, list(request.memory_ids))
 
     def content_lock(self, key: str) -> threading.Lock:
         """One of a fixed set of locks, chosen by ``key``: stores of the same text pass
         the duplicate check one at a time."""
         return self._content_locks[hash(key) % len(self._content_locks)]
 
-    def forget(self, memory_id: object) -> Engram:
-        """Delete one of this user's memories; NotFound for unknown or foreign ids."""
-        key = validation.memory_id(memory_id)
+    def forget(self, memory_id: ForgetRequest | object) -> Engram:
+        """Delete one of this user's memories (a ForgetRequest, or the id); NotFound for
+        unknown or foreign ids."""
+        request = _request(ForgetRequest, memory_id)
         with self.writes.shared():
-            return self._forget(key)
+            return self._forget(request.memory_id)
 
     def _forget(self, key: str) -> Engram:
         from smriti.portable import tombstones
@@ -301,12 +323,13 @@ class Engine:
             self.timeline.forget(key)
         self.dirty.set()
 
-    def purge(self, memory_id: object) -> dict[str, Any]:
-        """Forget a memory, erase it here and remove it from the backup's history
-        (``smriti.engine.purge``); also for a memory already forgotten here."""
+    def purge(self, memory_id: PurgeRequest | object) -> dict[str, Any]:
+        """Forget a memory (a PurgeRequest, or the id), erase it here and remove it from
+        the backup's history (``smriti.engine.purge``); also for a memory already
+        forgotten here."""
         from smriti.engine.purge import purge
 
-        return purge(self, memory_id)
+        return purge(self, _request(PurgeRequest, memory_id).memory_id)
 
     def erase(self) -> None:
         """Drop the cues that only deleted memories held (with their co-occurrences), then

@@ -23,6 +23,7 @@ from smriti.engine.contiguity import FOLLOWS
 from smriti.engine.store import Correction, StoreOutcome, store
 from smriti.errors import InvalidInput, NotFound
 from smriti.model import Association, Engram, EngramUpdate, Provenance, utcnow
+from smriti.requests import RELATED_MAX
 
 if TYPE_CHECKING:
     from smriti.engine.core import Engine
@@ -36,7 +37,6 @@ MERGED = "merged"
 VERSION_RELATIONS = ("supersedes", MERGED)
 #: Cues encoding more engrams than this say little about relatedness.
 RELATED_CUE_MAX_DEGREE = 50
-RELATED_MAX = 100
 
 
 def memory_out(e: Engram) -> dict[str, Any]:

@@ -131,7 +131,7 @@ def _recall(engine: Engine, request: RecallRequest, progress: ProgressArg) -> di
 
 
 def _get(engine: Engine, request: GetRequest, progress: ProgressArg) -> dict[str, Any]:
-    return engine.get(request.memory_id)
+    return engine.get(request)
 
 
 def _correct(engine: Engine, request: CorrectRequest, progress: ProgressArg) -> dict[str, Any]:
@@ -143,35 +143,35 @@ def _correct(engine: Engine, request: CorrectRequest, progress: ProgressArg) -> 
 
 
 def _purge(engine: Engine, request: PurgeRequest, progress: ProgressArg) -> dict[str, Any]:
-    return engine.purge(request.memory_id)
+    return engine.purge(request)
 
 
 def _history(engine: Engine, request: HistoryRequest, progress: ProgressArg) -> dict[str, Any]:
-    return engine.history(request.memory_id)
+    return engine.history(request)
 
 
 def _update(engine: Engine, request: UpdateRequest, progress: ProgressArg) -> dict[str, Any]:
-    return engine.update(request.memory_id, importance=request.importance, tags=request.tags)
+    return engine.update(request)
 
 
 def _related(engine: Engine, request: RelatedRequest, progress: ProgressArg) -> dict[str, Any]:
-    return engine.related(request.memory_id, limit=request.limit)
+    return engine.related(request)
 
 
 def _duplicates(
     engine: Engine, request: DuplicatesRequest, progress: ProgressArg
 ) -> dict[str, Any]:
-    return engine.duplicates(request.threshold, request.limit, request.stale_days)
+    return engine.duplicates(request)
 
 
 def _merge(engine: Engine, request: MergeRequest, progress: ProgressArg) -> dict[str, Any]:
-    return engine.merge(request.memory_id, list(request.memory_ids))
+    return engine.merge(request)
 
 
 def _forget(engine: Engine, request: ForgetRequest, progress: ProgressArg) -> dict[str, Any]:
     key = request.memory_id
     try:
-        engram = engine.forget(key)
+        engram = engine.forget(request)
     except NotFound:
         if request.repeated and _tombstoned(engine, key):
             raise NotFound(
