@@ -197,3 +197,27 @@ def test_a_service_gives_a_correction_its_id_before_it_is_sent(engine: Engine) -
     assert isinstance(sent, CorrectRequest) and sent.new_id is not None
     assert done["new_id"] == sent.new_id
     assert done["superseded"] == stored["id"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_tool_call_reaches_the_memory_as_one_typed_request(
+    engine: Engine, anyio_backend: str
+) -> None:
+    from mcp.client import Client
+
+    from smriti.mcp_server import build_server
+
+    memory = _Recording(engine)
+    async with Client(build_server(memory)) as client:
+        arguments = {"query": "tomatoes", "limit": 3, "mode": " SEARCH ", "tags": "a, b",
+                     "since": "2025-01-01", "include_superseded": "yes"}  # fmt: skip
+        await client.call_tool("smriti_recall", arguments)
+        await client.call_tool("smriti_manage", {"action": "Update", "memory_id": KEY,
+                                                 "tags": ""})  # fmt: skip
+    recall, update = memory.sent
+    assert recall == RecallRequest(
+        query="tomatoes", limit=3, mode="search", tags=("a", "b"),
+        since=datetime(2025, 1, 1, tzinfo=UTC), include_superseded=True,
+    )  # fmt: skip
+    assert update == UpdateRequest(KEY, None, ())
