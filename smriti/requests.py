@@ -32,7 +32,8 @@ from smriti.model import ORIGIN_AGENT
 if TYPE_CHECKING:
     from smriti.config import Settings
 
-#: The most memories ``RelatedRequest`` may ask for.
+#: The most memories ``RelatedRequest`` may ask for (and the edges the engine reads to
+#: find them, ``smriti.engine.versions``).
 RELATED_MAX = 100
 #: ``RelatedRequest``'s default number of memories.
 RELATED_LIMIT = 10
