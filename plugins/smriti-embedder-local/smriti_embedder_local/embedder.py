@@ -183,8 +183,6 @@ def default_threads() -> int:
     return max(1, min(MAX_DEFAULT_THREADS, os.cpu_count() or 1))
 
 
-
-
 def _configured_files(value: str) -> ModelFiles:
     path = Path(value).expanduser()
     repo = repo_id(value)
