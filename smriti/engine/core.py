@@ -25,7 +25,7 @@ from smriti.engine.store import StoreOutcome, store
 from smriti.errors import ConfigError, NotFound
 from smriti.index import heap
 from smriti.logs import get_logger
-from smriti.model import Cue, Engram, Provenance
+from smriti.model import Cue, Engram
 from smriti.plugins import Registry, create_plugin_manager
 from smriti.progress import ProgressArg
 from smriti.requests import (
@@ -196,12 +196,8 @@ class Engine:
         """
         limit = {"max_chars": self.settings.max_content_chars}
         request = _request(StoreRequest, content, *args, **options, **limit)
-        said = Provenance(request.origin, request.principal)
         with self.writes.shared():
-            return store(
-                self, request.content, request.importance, list(request.tags), request.source,
-                request.memory_id, occurred_at=request.occurred_at, provenance=said,
-            )  # fmt: skip
+            return store(self, request)
 
     def recall(
         self, query: RecallRequest | object = None, *args: object, **options: object
@@ -238,11 +234,7 @@ class Engine:
         from smriti.engine.purge import purge_versions
 
         request = _request(CorrectRequest, memory_id, *args, **options)
-        tags = None if request.tags is None else list(request.tags)
-        result = versions.correct(
-            self, request.memory_id, request.content, request.importance, tags,
-            request.new_id, origin=request.origin, principal=request.principal,
-        )  # fmt: skip
+        result = versions.correct(self, request)
         if request.purge:
             result["purged"] = purge_versions(self, result["new_id"])
         return result

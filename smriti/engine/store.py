@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from smriti import secrets, validation
+from smriti import secrets
 from smriti.backend import Expand
 from smriti.engine import duplicates
 from smriti.engine.contiguity import FOLLOWS
@@ -31,6 +31,7 @@ from smriti.model import (
 
 if TYPE_CHECKING:
     from smriti.engine.core import Engine
+    from smriti.requests import StoreRequest
 
 MAX_CUES = 10
 MAX_CUE_CHARS = 120
@@ -115,31 +116,24 @@ class Correction:
 
 
 def store(
-    engine: Engine,
-    content: object,
-    importance: object = 0.5,
-    tags: object = None,
-    source: object = None,
-    memory_id: object = None,
-    correction: Correction | None = None,
-    occurred_at: object = None,
-    provenance: Provenance | None = None,
+    engine: Engine, request: StoreRequest, correction: Correction | None = None
 ) -> StoreOutcome:
-    """Validate, then remember ``content``; a failure leaves nothing stored.
+    """Remember what ``request`` asks (checked when it was built, at the edge); a
+    failure leaves nothing stored.
 
-    ``memory_id`` (optional) is the id the new memory gets. A store repeated with the
-    same id (a client sending its request again after the owner process died before
+    ``request.memory_id`` (optional) is the id the new memory gets. A store repeated with
+    the same id (a client sending its request again after the owner process died before
     answering) finds the memory already there and returns it instead of storing it
     twice; the id is checked before anything is written, and the memory is written
     atomically, so either the first attempt is seen whole or the second one stores it.
 
-    ``occurred_at`` (optional, ISO 8601) is when what the memory records happened, for
+    ``request.occurred_at`` (optional) is when what the memory records happened, for
     events stored after the fact (an imported conversation history): it becomes the
     memory's ``created_at``, which the ``since``/``until`` filters and the dates named
     in a query (``smriti.engine.when``) read. It may not lie in the future.
 
-    ``provenance`` (validated) records who said it: the new memory's ``origin`` and
-    ``principal`` (unknown when None). A repeat keeps the existing memory's.
+    ``request.origin`` and ``request.principal`` record who said it. A repeat keeps the
+    existing memory's.
 
     Content that repeats an existing memory (the same text up to case, spacing and
     punctuation) is not stored again: the existing one is strengthened and returned
@@ -148,19 +142,18 @@ def store(
     (``smriti.engine.duplicates``). A ``correction`` (``smriti.engine.versions``) is
     never a duplicate: it becomes a new version of ``correction.old``.
     """
-    text = validation.content(content, engine.settings.max_content_chars)
-    weight = validation.importance(importance)
-    tag_list = validation.tags(tags)
-    origin = validation.source(source)
+    weight = request.importance
     # Before anything is derived from the text (cues, embedding, dedup key, write).
     text, tag_list, origin, hidden = secrets.screen_memory(
-        engine.settings.secrets, text, tag_list, origin
+        engine.settings.secrets, request.content, list(request.tags), request.source
     )
-    happened = validation.moment(occurred_at, "occurred_at")
+    happened = request.occurred_at
     if happened is not None and happened > utcnow():
         raise InvalidInput(f"occurred_at ({happened.isoformat()}) lies in the future")
-    chosen_id = new_id() if memory_id is None else validation.new_memory_id(memory_id)
-    if memory_id is not None and (existing := stored_outcome(engine, chosen_id)) is not None:
+    provenance = Provenance(request.origin, request.principal)
+    chosen_id = new_id() if request.memory_id is None else request.memory_id
+    existing = None if request.memory_id is None else stored_outcome(engine, chosen_id)
+    if existing is not None:
         return existing.reporting(hidden)
 
     extraction = engine.extractor.extract(text)

@@ -22,8 +22,8 @@ from smriti.backend import Expand, Listing
 from smriti.engine.contiguity import FOLLOWS
 from smriti.engine.store import Correction, StoreOutcome, store
 from smriti.errors import InvalidInput, NotFound
-from smriti.model import Association, Engram, EngramUpdate, Provenance, utcnow
-from smriti.requests import RELATED_MAX
+from smriti.model import Association, Engram, EngramUpdate, utcnow
+from smriti.requests import RELATED_MAX, CorrectRequest, StoreRequest
 
 if TYPE_CHECKING:
     from smriti.engine.core import Engine
@@ -128,44 +128,35 @@ def merged_into(engine: Engine, e: Engram) -> list[str]:
     ]
 
 
-def correct(
-    engine: Engine,
-    memory_id: object,
-    content: object,
-    importance: object = None,
-    tags: object = None,
-    new_memory_id: object = None,
-    *,
-    origin: object = None,
-    principal: object = None,
-) -> dict[str, Any]:
-    """Store ``content`` as the new version of ``memory_id`` and mark the old one.
+def correct(engine: Engine, request: CorrectRequest) -> dict[str, Any]:
+    """Store ``request.content`` as the new version of ``request.memory_id`` and mark the
+    old one.
 
-    Importance, tags and origin default to the old version's; ``principal`` is the
-    authenticated caller making the correction ("" for none). Correcting a superseded memory is
-    refused with the id of its current version, unless this is the retry of the call
-    that superseded it (same ``new_memory_id``), which then returns the same answer.
+    Importance, tags and origin default to the old version's; ``request.principal`` is
+    the authenticated caller making the correction ("" for none). Correcting a superseded
+    memory is refused with the id of its current version, unless this is the retry of the
+    call that superseded it (same ``new_id``), which then returns the same answer.
     """
-    old = fetch(engine, memory_id, "correct")
-    if new_memory_id is not None:
-        validation.new_memory_id(new_memory_id)
-    if old.superseded_by and old.superseded_by != new_memory_id:
+    old = fetch(engine, request.memory_id, "correct")
+    if old.superseded_by and old.superseded_by != request.new_id:
         raise InvalidInput(
             f"memory {old.id} was already corrected by {old.superseded_by}; correct "
             f"{_current(engine, old).id} (its current version) instead"
         )
-    weight = old.importance if importance is None else importance
-    labels = old.tags if tags is None else tags
     carried = _carried(engine, old)
-    said = Provenance(
-        old.origin if origin is None else validation.origin(origin),
-        validation.principal(principal),
+    # The correction request checked all but the content's length, which needs the
+    # settings; the old version's values are valid as they are.
+    version = StoreRequest(
+        content=validation.content(request.content, engine.settings.max_content_chars),
+        importance=old.importance if request.importance is None else request.importance,
+        tags=tuple(old.tags) if request.tags is None else request.tags,
+        source=old.source or "",
+        memory_id=request.new_id,
+        origin=old.origin if request.origin is None else request.origin,
+        principal=request.principal,
     )
     with engine.writes.shared():
-        outcome: StoreOutcome = store(
-            engine, content, weight, labels, old.source or None, new_memory_id,
-            correction=Correction(old, tuple(carried)), provenance=said,
-        )  # fmt: skip
+        outcome: StoreOutcome = store(engine, version, Correction(old, tuple(carried)))
         new = outcome.engram
         if new.supersedes != old.id:
             raise InvalidInput(
