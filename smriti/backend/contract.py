@@ -230,7 +230,7 @@ class StorageBackend(ABC):
         ``secure_delete`` on and truncates its WAL). Raises BackendError when it cannot
         (the memories stay deleted). The default only drops the cues
         (``delete_orphan_cues``): a server backend's files belong to the server (the
-        README's "Forget erases" section says what Neo4j and FalkorDB keep).
+        docs/storage.md, "Forget erases", says what Neo4j and FalkorDB keep).
         """
         return self.delete_orphan_cues()
 

@@ -1,4 +1,4 @@
-"""When forgotten memories are erased from the store's files (the README's "Forget
+"""When forgotten memories are erased from the store's files (docs/storage.md, "Forget
 erases").
 
 Erasing costs the backend a rewrite that grows with the store: Kùzu rebuilds its whole

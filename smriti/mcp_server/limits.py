@@ -186,7 +186,7 @@ AUTO_RATE_PER_MINUTE = 600.0
 
 @dataclass(frozen=True)
 class HttpLimits:
-    """The HTTP server's limits, from the settings (see README, "a team server")."""
+    """The HTTP server's limits, from the settings (see docs/team.md)."""
 
     user_sessions: int = 100
     key_sessions: int = 50

@@ -15,7 +15,7 @@ off: writes the queued memories, checkpoints (Kùzu's WAL is then gone and the j
 trimmed to nothing), exports the store into a scratch folder beside it, closes the
 database, imports the export into a new file, puts that file in place of the old one
 with one rename, reopens it and removes the scratch folder. Its cost grows with the
-store (figures in the README). A failure before the rename reopens the old file as it
+store (figures: bench/README.md, `erase.py`). A failure before the rename reopens the old file as it
 was; a crash leaves the scratch folder, which the next open or erase removes.
 """
 
