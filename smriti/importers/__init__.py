@@ -1,0 +1,19 @@
+"""Importers: read memories from other memory tools' files and store them through the engine.
+
+Each format has a reader ``read(path) -> Iterator[Imported | Rejected]`` registered in
+``READERS`` under its ``smriti import --from`` name. Readers are pure: they only parse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from smriti.importers.records import Imported, Rejected
+
+__all__ = ["READERS", "Imported", "Reader", "Rejected"]
+
+Reader = Callable[[Path], Iterator[Imported | Rejected]]
+
+# One line per format: the name `smriti import --from` takes, and its reader.
+READERS: dict[str, Reader] = {}
