@@ -17,3 +17,8 @@ Reader = Callable[[Path], Iterator[Imported | Rejected]]
 
 # One line per format: the name `smriti import --from` takes, and its reader.
 READERS: dict[str, Reader] = {}
+
+# The readers of part B's formats (imported here, after READERS, so each module stays pure).
+from smriti.importers import claude_code  # noqa: E402
+
+READERS["claude-code"] = claude_code.read
