@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from smriti.errors import InvalidInput
-from smriti.importers import READERS, Imported, Rejected, claude_code
+from smriti.importers import READERS, Imported, Rejected, basic_memory, claude_code
 
 DATA = Path(__file__).parent / "data" / "importers"
 
@@ -77,3 +77,70 @@ def test_claude_code_refuses_a_file_that_is_not_a_transcript(tmp_path: Path, tex
 
 def test_every_reader_is_registered() -> None:
     assert READERS["claude-code"] is claude_code.read
+    assert READERS["basic-memory"] is basic_memory.read
+
+
+# --- basic-memory ----------------------------------------------------------------
+
+
+def _basic_memory() -> tuple[dict[str, Imported], list[Rejected]]:
+    good, bad = _split(basic_memory.read(DATA / "basic-memory"))
+    return {g.key: g for g in good}, bad
+
+
+def test_basic_memory_note_becomes_a_memory_with_its_relations() -> None:
+    notes, _ = _basic_memory()
+    coffee = notes["note:coffee brewing methods"]
+    assert "Notes from the weekend cupping" in coffee.content
+    assert "Pour over" not in coffee.content  # observations are memories of their own
+    assert coffee.tags == ("coffee", "brewing", "note")
+    assert coffee.cues == ("Coffee Brewing Methods", "note")
+    assert coffee.occurred_at == datetime(2025, 3, 2, 9, 15, tzinfo=UTC)
+    # explicit relations keep their type (a quoted type may hold spaces); a wikilink in
+    # prose links_to; a target is found by title or by permalink ([[grinder-settings]])
+    assert coffee.links == (
+        ("note:ravi menon", "links_to"),
+        ("note:coffee bean origins", "relates_to"),
+        ("note:grinder settings", "requires"),
+        ("note:ravi menon", "brewed with"),
+    )
+
+
+def test_basic_memory_observations_carry_category_and_tags() -> None:
+    notes, _ = _basic_memory()
+    first = notes["note:coffee brewing methods#observation1"]
+    assert first.content == "Pour over brings out the clarity of light roasts #pourover"
+    assert first.tags == ("method", "pourover")
+    assert first.cues == ("Coffee Brewing Methods",)
+    assert first.links == (("note:coffee brewing methods", "observation_of"),)
+    # a task item and a line in a code fence are not observations
+    assert "note:coffee brewing methods#observation4" not in notes
+    assert not any("[fake]" in n.content for k, n in notes.items() if "#" in k)
+    # an untagged, uncategorised list item with a #tag is one, as in basic-memory
+    assert notes["note:grinder settings#observation2"].tags == ("grind",)
+    assert notes["note:ravi menon#observation2"].tags == ("contact", "coffee")
+
+
+def test_basic_memory_reports_a_bad_note_and_skips_hidden_folders() -> None:
+    notes, bad = _basic_memory()
+    assert [(b.where, b.reason) for b in bad] == [
+        (
+            str(Path("people") / "broken-date.md"),
+            "frontmatter created 'last tuesday' is not an ISO 8601 date or time",
+        )
+    ]
+    assert len(notes) == 10
+    assert not any("hidden folders" in n.content for n in notes.values())
+
+
+def test_basic_memory_reads_one_note_and_refuses_other_things(tmp_path: Path) -> None:
+    good, _ = _split(basic_memory.read(DATA / "basic-memory" / "people" / "ravi-menon.md"))
+    assert [g.key for g in good] == [
+        "note:ravi menon",
+        "note:ravi menon#observation1",
+        "note:ravi menon#observation2",
+    ]
+    (tmp_path / "notes.txt").write_text("hello")
+    for wrong in (tmp_path / "notes.txt", tmp_path, tmp_path / "missing"):
+        with pytest.raises(InvalidInput, match=r"expected a basic-memory project"):
+            list(basic_memory.read(wrong))

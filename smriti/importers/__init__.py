@@ -19,6 +19,7 @@ Reader = Callable[[Path], Iterator[Imported | Rejected]]
 READERS: dict[str, Reader] = {}
 
 # The readers of part B's formats (imported here, after READERS, so each module stays pure).
-from smriti.importers import claude_code  # noqa: E402
+from smriti.importers import basic_memory, claude_code  # noqa: E402
 
 READERS["claude-code"] = claude_code.read
+READERS["basic-memory"] = basic_memory.read
