@@ -460,6 +460,42 @@ class ImportRequest(Request):
 
 
 @dataclass(frozen=True, slots=True)
+class ImportFromRequest(Request):
+    """Import the file or folder at ``path`` (absolute) written by another memory tool,
+    in format ``fmt`` (``smriti.importers.READERS``); ``dry_run`` previews it."""
+
+    op: ClassVar[str] = "import_from"
+
+    fmt: str
+    path: str
+    dry_run: bool = False
+
+    @classmethod
+    def parse(cls, fmt: object, path: object, dry_run: object = False) -> ImportFromRequest:
+        """The request (the reader checks the file, the importer the format's name)."""
+        if not isinstance(fmt, str) or not fmt.strip():
+            raise InvalidInput("give the format to import from, e.g. --from mcp-memory")
+        return cls(fmt.strip().lower(), str(path), validation.flag(dry_run, "dry_run"))
+
+
+@dataclass(frozen=True, slots=True)
+class ExportToRequest(Request):
+    """Write the user's memory to ``path`` (absolute) in another tool's format ``fmt``."""
+
+    op: ClassVar[str] = "export_to"
+
+    fmt: str
+    path: str
+
+    @classmethod
+    def parse(cls, fmt: object, path: object) -> ExportToRequest:
+        """The request (the file was checked by the command)."""
+        if not isinstance(fmt, str) or not fmt.strip():
+            raise InvalidInput("give the format to export to: --to mcp-memory")
+        return cls(fmt.strip().lower(), str(path))
+
+
+@dataclass(frozen=True, slots=True)
 class HashRequest(Request):
     """The canonical hash of the user's store, with its counts."""
 
@@ -560,6 +596,8 @@ REQUESTS: dict[str, type[Request]] = {
         SyncRequest,
         ExportRequest,
         ImportRequest,
+        ImportFromRequest,
+        ExportToRequest,
         HashRequest,
         ReembedRequest,
         GraphRequest,

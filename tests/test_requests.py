@@ -79,6 +79,8 @@ SAMPLES: list[Request] = [
     requests.SyncRequest(),
     requests.ExportRequest.parse("/tmp/out.jsonl", "list"),
     requests.ImportRequest.parse("/tmp/in.jsonl", True),
+    requests.ImportFromRequest.parse("mcp-memory", "/tmp/memory.jsonl", True),
+    requests.ExportToRequest.parse("mcp-memory", "/tmp/memory.jsonl"),
     requests.HashRequest(),
     requests.ReembedRequest.parse(64, True),
     requests.GraphRequest.parse(3, KEY, 1, 50),

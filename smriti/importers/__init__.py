@@ -18,6 +18,11 @@ Reader = Callable[[Path], Iterator[Imported | Rejected]]
 # One line per format: the name `smriti import --from` takes, and its reader.
 READERS: dict[str, Reader] = {}
 
+from smriti.importers import markdown, mcp_memory  # noqa: E402
+
+READERS["mcp-memory"] = mcp_memory.read
+READERS["markdown"] = markdown.read
+
 # The readers of part B's formats (imported here, after READERS, so each module stays pure).
 from smriti.importers import basic_memory, claude_code  # noqa: E402
 

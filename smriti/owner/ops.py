@@ -24,11 +24,13 @@ from smriti.requests import (
     CorrectRequest,
     DuplicatesRequest,
     ExportRequest,
+    ExportToRequest,
     ForgetRequest,
     GetRequest,
     GraphRequest,
     HashRequest,
     HistoryRequest,
+    ImportFromRequest,
     ImportRequest,
     MergeRequest,
     PurgeRequest,
@@ -61,6 +63,8 @@ REPEATABLE: frozenset[type[Request]] = frozenset(
         StatsRequest,
         SyncRequest,
         ExportRequest,
+        ExportToRequest,
+        ImportFromRequest,
         HashRequest,
         StoreRequest,
         ForgetRequest,
@@ -223,6 +227,21 @@ def _import(engine: Engine, request: ImportRequest, progress: ProgressArg) -> di
     return import_store(engine, path, progress, merge=request.merge, origin=IMPORT_ORIGIN).to_dict()
 
 
+def _import_from(
+    engine: Engine, request: ImportFromRequest, progress: ProgressArg
+) -> dict[str, Any]:
+    from smriti.importers.run import import_file
+
+    path = Path(request.path)
+    return import_file(engine, request.fmt, path, request.dry_run, progress).to_dict()
+
+
+def _export_to(engine: Engine, request: ExportToRequest, progress: ProgressArg) -> dict[str, Any]:
+    from smriti.importers.run import export_file
+
+    return export_file(engine, request.fmt, Path(request.path))
+
+
 def _hash(engine: Engine, request: HashRequest, progress: ProgressArg) -> dict[str, Any]:
     from smriti.portable import canonical_hash
 
@@ -279,6 +298,8 @@ HANDLERS: dict[type[Request], Handler] = {
     StatsRequest: _stats,
     ExportRequest: _export,
     ImportRequest: _import,
+    ImportFromRequest: _import_from,
+    ExportToRequest: _export_to,
     HashRequest: _hash,
     ReembedRequest: _reembed,
     GraphRequest: _graph,
