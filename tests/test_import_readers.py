@@ -13,7 +13,15 @@ from pathlib import Path
 import pytest
 
 from smriti.errors import InvalidInput
-from smriti.importers import READERS, Imported, Rejected, basic_memory, claude_code
+from smriti.importers import (
+    READERS,
+    Imported,
+    Rejected,
+    basic_memory,
+    claude_code,
+    mcp_memory_service,
+    mem0,
+)
 
 DATA = Path(__file__).parent / "data" / "importers"
 
@@ -78,6 +86,8 @@ def test_claude_code_refuses_a_file_that_is_not_a_transcript(tmp_path: Path, tex
 def test_every_reader_is_registered() -> None:
     assert READERS["claude-code"] is claude_code.read
     assert READERS["basic-memory"] is basic_memory.read
+    assert READERS["mem0"] is mem0.read
+    assert READERS["mcp-memory-service"] is mcp_memory_service.read
 
 
 # --- basic-memory ----------------------------------------------------------------
@@ -144,3 +154,86 @@ def test_basic_memory_reads_one_note_and_refuses_other_things(tmp_path: Path) ->
     for wrong in (tmp_path / "notes.txt", tmp_path, tmp_path / "missing"):
         with pytest.raises(InvalidInput, match=r"expected a basic-memory project"):
             list(basic_memory.read(wrong))
+
+
+# --- mem0 ------------------------------------------------------------------------
+
+
+def test_mem0_reads_get_all_output() -> None:
+    good, bad = _split(mem0.read(DATA / "mem0-export.json"))
+    assert [g.content for g in good] == [
+        "Is travelling to Paris in June",
+        "Is vegetarian and allergic to peanuts",
+        "Prefers window seats on long flights",
+        "Name is Alex",
+    ]
+    # Mem0 writes Pacific time with its offset: kept as the same instant in UTC
+    assert good[0].occurred_at == datetime(2025, 2, 26, 7, 57, 0, 108347, tzinfo=UTC)
+    assert good[0].key == "mem0:f38b689d-6b24-45b7-bced-17fbb4d8bac7"
+    assert good[1].tags == ("food", "health")  # platform categories, then metadata's
+    assert good[2].tags == ("travel",)
+    assert [(b.where, b.reason) for b in bad] == [
+        ("record 4", 'no "memory" text'),
+        ("record 5", "created_at 'last monday' is not an ISO 8601 time"),
+        ("record 6", "not a JSON object"),
+    ]
+
+
+def test_mem0_reads_a_bare_list(tmp_path: Path) -> None:
+    path = tmp_path / "memories.json"
+    path.write_text('[{"id": "a1", "memory": "Likes jazz", "created_at": null}]')
+    assert list(mem0.read(path)) == [Imported("mem0:a1", "Likes jazz")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["not json at all", '{"entities": []}', '[{"content": "an mcp-memory-service row"}]', "42"],
+)
+def test_mem0_refuses_other_files(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "x.json"
+    path.write_text(text)
+    with pytest.raises(InvalidInput, match=r"expected Mem0's exported memories|is not Mem0's"):
+        list(mem0.read(path))
+
+
+# --- mcp-memory-service ----------------------------------------------------------
+
+
+def test_mcp_memory_service_reads_its_export() -> None:
+    good, bad = _split(mcp_memory_service.read(DATA / "mcp-memory-service-export.json"))
+    by_text = {g.content: g for g in good}
+    decision = by_text[
+        "Decided to keep the API versioned in the URL path (/v2/...), not in headers."
+    ]
+    # tags, then the memory type; the Unix created_at as the memory's date
+    assert decision.tags == ("api", "architecture", "decision")
+    assert decision.occurred_at == datetime(2025, 3, 3, 14, 32, 25, 123000, tzinfo=UTC)
+    assert decision.key.startswith("mms:3f2a9c1d")
+    # the storage form (tags_str, type, an ISO time without offset read as UTC)
+    reviews = by_text["Asha prefers reviews as a list of numbered points."]
+    assert reviews.tags == ("preferences", "team", "note")
+    assert reviews.occurred_at == datetime(2025, 3, 10, 9, 0, tzinfo=UTC)
+    # a memory exported without its hash is kept, keyed by its content's SHA-256
+    rotate = by_text["Rotate the webhook signing secret every 90 days."]
+    assert rotate.key == "mms:af52580e58ed22f996a148fd6736689a8e48a9eae8597ddaed640a92337005bb"
+    assert len(good) == 5
+    assert [(b.where, b.reason) for b in bad] == [
+        ("memory 5", "created_at 'soon' is neither a Unix time nor ISO 8601"),
+        ("memory 6", 'no "content" text'),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<html>",
+        '{"memories": []}',
+        '[{"memory": "a mem0 row"}]',
+        '{"export_metadata": {}, "memories": 3}',
+    ],
+)
+def test_mcp_memory_service_refuses_other_files(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "x.json"
+    path.write_text(text)
+    with pytest.raises(InvalidInput, match=r"expected an mcp-memory-service export|is not an mcp"):
+        list(mcp_memory_service.read(path))

@@ -24,7 +24,9 @@ READERS["mcp-memory"] = mcp_memory.read
 READERS["markdown"] = markdown.read
 
 # The readers of part B's formats (imported here, after READERS, so each module stays pure).
-from smriti.importers import basic_memory, claude_code  # noqa: E402
+from smriti.importers import basic_memory, claude_code, mcp_memory_service, mem0  # noqa: E402
 
 READERS["claude-code"] = claude_code.read
 READERS["basic-memory"] = basic_memory.read
+READERS["mem0"] = mem0.read
+READERS["mcp-memory-service"] = mcp_memory_service.read
