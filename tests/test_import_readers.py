@@ -7,8 +7,13 @@ be reported by line or file while the good ones are read, links between records.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -237,3 +242,121 @@ def test_mcp_memory_service_refuses_other_files(tmp_path: Path, text: str) -> No
     path.write_text(text)
     with pytest.raises(InvalidInput, match=r"expected an mcp-memory-service export|is not an mcp"):
         list(mcp_memory_service.read(path))
+
+
+# --- through the console script --------------------------------------------------
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """No API keys; the store and HOME inside the test's directory; no backup."""
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.endswith("_API_KEY") and k not in {"ACCESSING_USER", "DB_TYPE", "LOG_LEVEL"}
+    }
+    clean.update(
+        STORAGE_LOCATION=str(tmp_path / "store"),
+        ACCESSING_USER="alice",
+        HOME=str(tmp_path / "home"),
+        BACKUP_TYPE="none",
+        HF_HUB_OFFLINE="1",
+    )
+    return clean
+
+
+def _smriti(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "smriti", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def _ok(result: subprocess.CompletedProcess[str]) -> Any:
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def _import_twice(env: dict[str, str], fmt: str, path: Path) -> dict[str, Any]:
+    """Import ``path``; import it again and check the second run adds nothing."""
+    first = _ok(_smriti(env, "import", "--from", fmt, str(path), "--json"))
+    again = _ok(_smriti(env, "import", "--from", fmt, str(path), "--json"))
+    assert again["stored"] == 0 and again["associations"] == 0
+    assert again["already_there"] == first["stored"] + first["already_there"]
+    listed = _ok(_smriti(env, "recall", "--limit", "100", "--json"))
+    assert listed["count"] == first["stored"]
+    return first
+
+
+def _memories(env: dict[str, str]) -> dict[str, dict[str, Any]]:
+    listed = _ok(_smriti(env, "recall", "--limit", "100", "--json"))
+    return {m["content"]: m for m in listed["results"]}
+
+
+def _related(env: dict[str, str], memory_id: str) -> set[tuple[str, str]]:
+    shown = _ok(_smriti(env, "related", memory_id, "--json"))
+    return {(r["id"], r["relation"]) for r in shown["related"]}
+
+
+def test_cli_imports_a_claude_code_transcript(env: dict[str, str]) -> None:
+    report = _import_twice(env, "claude-code", DATA / "claude-code-session.jsonl")
+    assert (report["records"], report["stored"], report["rejected_count"]) == (5, 3, 2)
+    assert report["rejected"][0] == {"where": "line 10", "reason": "not a JSON object"}
+    memories = _memories(env)
+    asha = memories["Also: my name is Asha and I review every PR on Fridays."]
+    assert asha["origin"] == "import:claude-code"
+    assert asha["created_at"] == "2026-01-20T12:03:41.555000+00:00"
+    first = memories[
+        "The tide gauge CSVs from the harbour office use semicolons, not commas. "
+        "Always parse them with sep=';'."
+    ]
+    assert (first["id"], "follows") in _related(env, asha["id"])
+
+
+def test_cli_imports_a_basic_memory_project(env: dict[str, str]) -> None:
+    report = _import_twice(env, "basic-memory", DATA / "basic-memory")
+    assert (report["records"], report["stored"], report["rejected_count"]) == (11, 10, 1)
+    memories = _memories(env)
+    ravi = next(m for c, m in memories.items() if c.startswith("Ravi Menon\n"))
+    coffee = next(m for c, m in memories.items() if c.startswith("# Coffee Brewing Methods"))
+    prefers = memories["Prefers washed Ethiopian coffees"]
+    assert prefers["origin"] == "import:basic-memory"
+    assert prefers["created_at"] == "2025-01-11T14:00:00+00:00"
+    assert {"preference", "Ravi Menon"} <= set(prefers["tags"])
+    assert (ravi["id"], "observation_of") in _related(env, prefers["id"])
+    assert (ravi["id"], "brewed with") in _related(env, coffee["id"])
+
+
+def test_cli_imports_a_mem0_export(env: dict[str, str]) -> None:
+    preview = _ok(
+        _smriti(
+            env, "import", "--from", "mem0", str(DATA / "mem0-export.json"), "--dry-run", "--json"
+        )
+    )
+    assert preview["stored"] == 4 and preview["sample"]
+    assert _ok(_smriti(env, "recall", "--json"))["count"] == 0  # a dry run stores nothing
+    report = _import_twice(env, "mem0", DATA / "mem0-export.json")
+    assert (report["records"], report["stored"], report["rejected_count"]) == (7, 4, 3)
+    paris = _memories(env)["Is travelling to Paris in June"]
+    assert paris["origin"] == "import:mem0"
+    assert paris["created_at"] == "2025-02-26T07:57:00.108347+00:00"
+
+
+def test_cli_imports_an_mcp_memory_service_export(env: dict[str, str]) -> None:
+    path = DATA / "mcp-memory-service-export.json"
+    report = _import_twice(env, "mcp-memory-service", path)
+    assert (report["records"], report["stored"], report["rejected_count"]) == (7, 5, 2)
+    billing = _memories(env)["Billing service owns the invoices table."]
+    assert billing["origin"] == "import:mcp-memory-service"
+    assert set(billing["tags"]) == {"billing", "observation"}
+    assert billing["created_at"] == "2025-03-11T13:33:20.500000+00:00"
+
+
+def test_cli_names_the_expected_format_in_one_line(env: dict[str, str]) -> None:
+    wrong = _smriti(env, "import", "--from", "mem0", str(DATA / "claude-code-session.jsonl"))
+    assert wrong.returncode == 2, wrong.stderr
+    assert "expected Mem0's exported memories" in wrong.stderr
+    assert "Traceback" not in wrong.stderr
