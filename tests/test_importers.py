@@ -135,10 +135,14 @@ def test_export_to_mcp_memory_round_trips_every_text(env: dict[str, str], tmp_pa
     people = {r["name"]: r for r in records if r["type"] == "entity"}
     assert people["Priya_Raman"]["entityType"] == "person"
     assert len(people["Priya_Raman"]["observations"]) == 4
-    relations = {(r["from"], r["to"], r["relationType"]) for r in records if r["type"] == "relation"}
+    relations = {
+        (r["from"], r["to"], r["relationType"]) for r in records if r["type"] == "relation"
+    }
     assert ("Priya_Raman", "Acme_Robotics", "works_at") in relations
 
-    back = ok(smriti(env, "import", "--from", "mcp-memory", str(out), "--json", ACCESSING_USER="bob"))
+    back = ok(
+        smriti(env, "import", "--from", "mcp-memory", str(out), "--json", ACCESSING_USER="bob")
+    )
     assert back["rejected_count"] == 0
     texts = {m["content"] for m in memories(env)}
     assert texts == SAMPLE_TEXTS | {"the grinder broke on monday"}

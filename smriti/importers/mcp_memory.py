@@ -1,8 +1,8 @@
 """The reference MCP memory server's ``memory.jsonl``, both ways (``--from/--to mcp-memory``).
 
 Format followed: ``@modelcontextprotocol/server-memory`` 0.6.3 (modelcontextprotocol/
-servers, ``src/memory/index.ts``: ``loadGraph``/``saveGraph``), unchanged in later
-releases: one JSON object per line, either
+servers, ``src/memory/index.ts``: ``loadGraph``/``saveGraph``), checked unchanged in
+2026.8.31 (whose server wrote the test sample): one JSON object per line, either
 ``{"type": "entity", "name", "entityType", "observations": [str, ...]}`` or
 ``{"type": "relation", "from", "to", "relationType"}``; entities are written first.
 

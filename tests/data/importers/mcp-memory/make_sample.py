@@ -57,10 +57,8 @@ async def main() -> None:
         await session.initialize()
         await session.call_tool("create_entities", {"entities": ENTITIES})
         await session.call_tool("create_relations", {"relations": RELATIONS})
-        await session.call_tool(
-            "add_observations",
-            {"observations": [{"entityName": "Priya_Raman", "contents": ["Speaks Tamil and German"]}]},
-        )
+        added = [{"entityName": "Priya_Raman", "contents": ["Speaks Tamil and German"]}]
+        await session.call_tool("add_observations", {"observations": added})
 
 
 if __name__ == "__main__":
