@@ -49,8 +49,10 @@ def test_claude_code_reads_only_what_the_user_typed() -> None:
         "Also: my name is Asha and I review every PR on Fridays.",
         "Use the staging bucket s3://tide-staging for test uploads.",
     ]
-    # tool results, meta entries, slash commands, the sub-agent's prompt: none of them
-    assert not any("csv.reader" in g.content or "Caveat" in g.content for g in good)
+    # tool results, meta entries, slash and shell commands, the sub-agent's prompt, the
+    # interruption marker: none of them
+    skipped = ("csv.reader", "Caveat", "<bash-", "gauges.csv", "interrupted", "/clear")
+    assert not any(word in g.content for g in good for word in skipped)
     assert good[0].occurred_at == datetime(2026, 1, 20, 11, 58, 3, 120000, tzinfo=UTC)
     assert [(b.where, b.reason) for b in bad] == [
         ("line 10", "not a JSON object"),

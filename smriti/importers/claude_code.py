@@ -11,10 +11,12 @@ Only what the user said becomes a memory: ``type: "user"`` entries whose content
 Left out, because the user did not type them: tool results (the agent's tool output comes
 back as "user" entries), ``isMeta`` entries (hook feedback, caveats), ``isSidechain``
 entries (a sub-agent's prompts), ``isCompactSummary`` entries (the summary a compaction
-writes) and slash-command wrappers (``<command-name>``, ``<local-command-stdout>``). Each
-turn keeps its timestamp as ``occurred_at`` and follows the session's previous turn (the
-``follows`` relation the store links conversation turns with). A path may be one
-transcript or a folder of them (every ``*.jsonl`` below it).
+writes), slash-command wrappers (``<command-name>``, ``<local-command-stdout>``), ``!``
+shell commands and their output (``<bash-input>``, ``<bash-stdout>``) and the
+"[Request interrupted by user]" marker. Each turn keeps its timestamp as ``occurred_at``
+and follows the session's previous turn (the ``follows`` relation the store links
+conversation turns with). A path may be one transcript or a folder of them (every
+``*.jsonl`` below it).
 """
 
 from __future__ import annotations
@@ -35,7 +37,14 @@ EXPECTED = (
     "~/.claude/projects/<project>/<session>.jsonl"
 )
 #: Text Claude Code itself puts in a "user" entry: slash commands and their output.
-_WRAPPERS = ("<command-name>", "<command-message>", "<local-command-", "Caveat: ")
+_WRAPPERS = (
+    "<command-name>",
+    "<command-message>",
+    "<local-command-",
+    "<bash-",  # a `!` shell command and its output
+    "Caveat: ",
+    "[Request interrupted by user",
+)
 #: The relation the store links one conversation turn to the one before it with.
 FOLLOWS = "follows"
 
