@@ -107,7 +107,8 @@ def _format_import(d: dict[str, Any]) -> str:
 
 
 def _format_import_from(d: dict[str, Any]) -> str:
-    verb = "would store" if d["dry_run"] else "stored"
+    # a dry run stores nothing, so it cannot tell which records repeat a memory
+    verb = "would store up to" if d["dry_run"] else "stored"
     lines = [
         f"{d['records']} records read from {d['path']} ({d['format']}): {verb} {d['stored']}, "
         f"{d['already_there']} already there, {d['merged']} merged into existing memories, "
