@@ -200,3 +200,16 @@ def test_markdown_refuses_what_is_not_text(env: dict[str, str], tmp_path: Path) 
     result = smriti(env, "import", "--from", "markdown", str(pdf))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "markdown reads a .md, .markdown or .txt file" in result.stderr
+
+
+def test_a_repeated_paragraph_is_merged_by_the_store_rule(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    ok(smriti(env, "store", "The team standup is at 9:30 every weekday.", "--json"))
+    note = tmp_path / "meetings.md"
+    note.write_text(
+        "the team standup is at 9:30, every weekday\n\nRetro happens on alternate Fridays.\n"
+    )
+    report = ok(smriti(env, "import", "--from", "markdown", str(note), "--json"))
+    assert (report["stored"], report["merged"]) == (1, 1)
+    assert len(memories(env)) == 2
