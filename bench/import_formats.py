@@ -153,6 +153,10 @@ def measure(fmt: str, items: list[corpus.Memory]) -> dict[str, Any]:
         )  # fmt: skip
         first, first_s = _run(env, fmt, path)
         again, again_s = _run(env, fmt, path)
+        # The owner process outlives the commands (and writes its working-set snapshot
+        # when it stops): stop it before its directory is removed.
+        stop = [sys.executable, "-m", "smriti", "owner", "stop"]
+        subprocess.run(stop, env=env, capture_output=True, check=False)
     return {
         "format": fmt, "records": first["records"], "stored": first["stored"],
         "merged": first["merged"], "rejected": first["rejected_count"],
