@@ -11,7 +11,7 @@ so the figures measure the importer and the store, not a neural embedder.
     uv run python bench/import_formats.py
     uv run python bench/import_formats.py --records 1000 --formats mem0,claude-code
 
-Results: a table on stdout, JSON in bench/results/import-formats-<timestamp>.json.
+Results: a table on stdout, JSON in bench/results/import_formats-<timestamp>.json.
 """
 
 from __future__ import annotations
@@ -204,7 +204,7 @@ def main() -> None:
             ],
         )  # fmt: skip
     )
-    out = write_results("import-formats", {"machine": machine(), "rows": rows})
+    out = write_results("import_formats", {"machine": machine(), "rows": rows})
     print(f"wrote {out}", file=sys.stderr)
 
 
