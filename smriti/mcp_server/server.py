@@ -54,8 +54,9 @@ def _raise_shutdown(signum: int, frame: object) -> None:
 
 
 def _note_signal(signum: int, frame: object) -> None:
+    # No logging here: the handler runs between two bytecodes of the main thread, which
+    # may be inside a log call holding the writer's lock, and would wait for it forever.
     _stop_requested.set()
-    log.info("signal received; shutting down", signal=signal.Signals(signum).name)
 
 
 def _set_signal_handlers(handler: Any) -> dict[int, Any]:

@@ -147,6 +147,8 @@ class OwnerServer:
         self.started = datetime.now(UTC)
         self.engine: Engine | None = None
         self.stop = threading.Event()
+        #: The signal that asked this owner to stop, if one did.
+        self._signal: int | None = None
         self._lock = threading.Condition()
         self._clients: dict[int, _Client] = {}
         self._inflight = 0
@@ -194,6 +196,8 @@ class OwnerServer:
         try:
             while not self.stop.wait(0.5):
                 pass
+            if self._signal is not None:
+                log.info("signal received; stopping", signal=signal.Signals(self._signal).name)
         finally:
             self._shutdown()
             for sig, handler in previous.items():
@@ -260,7 +264,9 @@ class OwnerServer:
 
     def _handle_signals(self) -> dict[int, Any]:
         def note(signum: int, frame: object) -> None:
-            log.info("signal received; stopping", signal=signal.Signals(signum).name)
+            # No logging here: the handler runs between two bytecodes of the main thread,
+            # which may hold the log writer's lock, and would wait for it forever.
+            self._signal = signum
             self.stop.set()
 
         if threading.current_thread() is not threading.main_thread():
