@@ -18,14 +18,13 @@ importer would skip it) is keyed by the SHA-256 of its content instead, so it is
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from smriti.errors import InvalidInput
-from smriti.importers.records import Imported, Rejected
+from smriti.importers.records import Imported, Rejected, json_file
 
 __all__ = ["read"]
 
@@ -42,12 +41,7 @@ def read(path: Path) -> Iterator[Imported | Rejected]:
 
 
 def _rows(path: Path) -> list[Any]:
-    if not path.is_file():
-        raise InvalidInput(f"{path} is not a file; expected {EXPECTED}")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise InvalidInput(f"{path} is not JSON ({error}); expected {EXPECTED}") from None
+    data = json_file(path, EXPECTED)
     # The same check mcp-memory-service's own importer makes.
     if not isinstance(data, dict) or "export_metadata" not in data or "memories" not in data:
         raise InvalidInput(f"{path} is not {EXPECTED}")

@@ -17,14 +17,13 @@ not memories and are not read.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from smriti.errors import InvalidInput
-from smriti.importers.records import Imported, Rejected
+from smriti.importers.records import Imported, Rejected, json_file
 
 __all__ = ["read"]
 
@@ -42,12 +41,7 @@ def read(path: Path) -> Iterator[Imported | Rejected]:
 
 
 def _rows(path: Path) -> list[Any]:
-    if not path.is_file():
-        raise InvalidInput(f"{path} is not a file; expected {EXPECTED}")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise InvalidInput(f"{path} is not JSON ({error}); expected {EXPECTED}") from None
+    data = json_file(path, EXPECTED)
     rows = data.get("results", data.get("memories")) if isinstance(data, dict) else data
     if not isinstance(rows, list):
         raise InvalidInput(f"{path} is not {EXPECTED}")

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
+from typing import Any
 
-__all__ = ["Imported", "Rejected"]
+from smriti.errors import InvalidInput
+
+__all__ = ["Imported", "Rejected", "json_file"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,3 +38,14 @@ class Rejected:
 
     where: str
     reason: str
+
+
+def json_file(path: Path, expected: str) -> Any:
+    """The JSON document in ``path``; InvalidInput naming what was ``expected`` when
+    ``path`` is not a file or not JSON."""
+    if not path.is_file():
+        raise InvalidInput(f"{path} is not a file; expected {expected}")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise InvalidInput(f"{path} is not JSON ({error}); expected {expected}") from None
