@@ -122,7 +122,13 @@ def _owner_log(env: dict[str, str]) -> str:
 def _start_and_kill(env: dict[str, str], args: list[str], sig: int) -> None:
     """Start ``smriti ARGS``, wait until its request runs in the owner, kill it."""
     proc = subprocess.Popen(
-        [smriti_command(), *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [smriti_command(), *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        # A shell without job control starts background jobs with SIGINT ignored, and an
+        # ignored signal stays ignored in every child: give the command a terminal's.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert _wait(lambda: _status(env)["in_flight"] >= 1), "the operation never started"
