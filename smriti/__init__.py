@@ -76,7 +76,18 @@ def __getattr__(name: str) -> Any:
 
 hookimpl = pluggy.HookimplMarker("smriti")
 
-__version__ = "0.1.0"
+def _installed_version() -> str:
+    # The version is set once, in the root pyproject.toml (see docs/releasing.md); the
+    # installed distribution's metadata carries it, so nothing here can fall out of step.
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("smriti-core")
+    except PackageNotFoundError:  # a source tree on sys.path without an install
+        return "0+unknown"
+
+
+__version__ = _installed_version()
 
 __all__ = [
     "CUE_TYPES",

@@ -96,9 +96,14 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    from smriti import __version__
+    from smriti import __version__  # the installed distribution's, importlib.metadata
 
-    parser.add_argument("--version", action="version", version=f"smriti {__version__}")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"smriti {__version__}",
+        help="print the installed version and exit",
+    )
     parser.set_defaults(handler=commands.serve, transport="stdio", host="127.0.0.1", port=8000)
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", action=_Subcommands)
     _add_serve(sub, common)
