@@ -10,7 +10,8 @@ Steps, each failing the run with the step named:
    every distribution of the workspace, all with the root pyproject's version.
 2. ``twine check --strict``: metadata and the long description (the README) render.
 3. Metadata: every wheel's version, its ``Requires-Dist`` pins on other Smriti
-   distributions (``>=VERSION,<NEXT``) and its license file.
+   distributions (``>=VERSION,<NEXT``) and its license file; smriti-server's description
+   carries the MCP Registry's ``mcp-name:`` marker of server.json.
 4. A new virtual environment with only ``smriti-server`` installed from the built
    wheels (every Smriti distribution is taken from ``--dist``, never from an index;
    third-party ones from the index or, with ``--offline``, uv's cache).
@@ -91,6 +92,19 @@ def check_metadata(wheels: list[Path], version: str) -> None:
             raise CheckFailed(f"metadata: {wheel.name} lacks its license file or expression")
 
 
+def check_registry_marker(wheels: list[Path]) -> str:
+    """The MCP Registry's ownership proof: smriti-server's PyPI description (its README)
+    carries ``mcp-name: <name of server.json>``."""
+    name = json.loads((ROOT / "server.json").read_text())["name"]
+    wheel = next(w for w in wheels if w.name.startswith("smriti_server-"))
+    with zipfile.ZipFile(wheel) as zf:
+        meta_name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+        description = Parser().parsestr(zf.read(meta_name).decode()).get_payload()
+    if f"mcp-name: {name} " not in description and f"mcp-name: {name}\n" not in description:
+        raise CheckFailed(f"registry: {wheel.name}'s description lacks `mcp-name: {name}`")
+    return name
+
+
 def install(dist: Path, venv: Path, python: str, offline: bool) -> Path:
     """Step 4: ``smriti-server`` into a new venv, every Smriti distribution from ``dist``."""
     run("venv", ["uv", "venv", "--python", python, str(venv)])
@@ -158,6 +172,7 @@ def check_all(dist: Path, python: str, offline: bool) -> dict[str, object]:
     print(twine_check(dist).strip())
     check_metadata(wheels, version)
     print("metadata: versions, Smriti pins and license files agree")
+    print(f"registry: smriti-server's description names {check_registry_marker(wheels)}")
     with tempfile.TemporaryDirectory(prefix="smriti-release-") as tmp:
         venv = Path(tmp) / "venv"
         python_bin = install(dist, venv, python, offline)

@@ -1,9 +1,10 @@
 """Set (or check) the one version of every Smriti distribution.
 
 The root ``pyproject.toml`` (``smriti-core``) is the source. Every other distribution in
-the workspace carries the same version, and every pin of one Smriti distribution on
-another is the compatible range ``>=VERSION,<NEXT`` (the next minor while the major is 0,
-the next major afterwards), because they are released together.
+the workspace carries the same version, and so do ``server.json`` (the MCP Registry
+entry) and ``mcpb/manifest.json`` (the Claude Desktop extension). Every pin of one
+Smriti distribution on another is the compatible range ``>=VERSION,<NEXT`` (the next
+minor while the major is 0, the next major afterwards): they are released together.
 
     python release/set_version.py 0.2.0     # rewrite every version line and pin
     python release/set_version.py --check   # exit 1 naming each line out of step
@@ -24,6 +25,9 @@ VERSION_LINE = re.compile(r'^version = "([^"]+)"$', re.MULTILINE)
 #: A dependency string on another Smriti distribution: name, extras, lower, upper bound.
 PIN = re.compile(r'"(smriti-[a-z0-9-]+)(\[[^\]]*\])?>=([^,"\s]+),<([^;"\s]+)')
 RELEASE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
+#: JSON artefacts that name the release: the MCP Registry entry and the MCPB manifest.
+JSON_FILES = ("server.json", "mcpb/manifest.json")
+JSON_VERSION = re.compile(r'"version": "([^"]+)"')
 
 
 def pyprojects() -> list[Path]:
@@ -57,6 +61,10 @@ def problems(version: str) -> list[str]:
         for name, _extras, low, high in PIN.findall(text):
             if (low, high) != (version, upper):
                 found.append(f"{rel}: {name}>={low},<{high}, expected >={version},<{upper}")
+    for path in _json_files():
+        for declared in JSON_VERSION.findall(path.read_text()):
+            if declared != version:
+                found.append(f"{path.relative_to(ROOT)}: version {declared}, expected {version}")
     return found
 
 
@@ -72,7 +80,17 @@ def set_version(version: str) -> list[Path]:
         if new != text:
             path.write_text(new)
             changed.append(path)
+    for path in _json_files():
+        text = path.read_text()
+        new = JSON_VERSION.sub(f'"version": "{version}"', text)
+        if new != text:
+            path.write_text(new)
+            changed.append(path)
     return changed
+
+
+def _json_files() -> list[Path]:
+    return [ROOT / name for name in JSON_FILES if (ROOT / name).exists()]
 
 
 def _parts(version: str) -> tuple[int, int, int]:

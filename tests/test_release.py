@@ -8,6 +8,7 @@ disagree with it.
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import shutil
 import subprocess
@@ -39,7 +40,8 @@ def test_every_distribution_and_pin_agrees_with_the_root_version() -> None:
 
 
 def test_the_check_catches_a_stale_pin_and_set_version_fixes_every_line(tmp_path: Path) -> None:
-    for path in load_set_version().pyprojects():
+    sv = load_set_version()
+    for path in [*sv.pyprojects(), *sv._json_files()]:
         target = tmp_path / path.relative_to(ROOT)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(path, target)
@@ -50,7 +52,10 @@ def test_the_check_catches_a_stale_pin_and_set_version_fixes_every_line(tmp_path
     assert [p for p in sv.problems(version) if "smriti-backend-falkor" in p]
 
     changed = sv.set_version("1.4.2")
-    assert sv.problems("1.4.2") == [] and len(changed) == len(sv.pyprojects())
+    assert sv.problems("1.4.2") == []
+    assert len(changed) == len(sv.pyprojects()) + len(sv._json_files())
+    registry = json.loads((tmp_path / "server.json").read_text())
+    assert registry["version"] == registry["packages"][0]["version"] == "1.4.2"
     server = tomllib.loads((tmp_path / "packages/smriti-server/pyproject.toml").read_text())
     assert server["project"]["version"] == "1.4.2"
     assert "smriti-core>=1.4.2,<2" in server["project"]["dependencies"]
