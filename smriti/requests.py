@@ -478,6 +478,45 @@ class ImportFromRequest(Request):
         return cls(fmt.strip().lower(), str(path), validation.flag(dry_run, "dry_run"))
 
 
+#: The formats a ``smriti_manage`` import takes inline: those whose export is one file.
+TEXT_IMPORT_FORMATS = ("mcp-memory", "mcp-memory-service", "mem0", "markdown", "claude-code")
+#: The most text one ``smriti_manage`` import takes (a larger file: ``smriti import --from``).
+MAX_IMPORT_TEXT_CHARS = 5_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class ImportTextRequest(Request):
+    """Import ``text``, the content of one file another memory tool wrote, in format
+    ``fmt`` (one of ``TEXT_IMPORT_FORMATS``); ``dry_run`` previews it. The tool call's
+    form of ``ImportFromRequest``: the file travels in the request, so a team server
+    never reads a path a client names."""
+
+    op: ClassVar[str] = "import_text"
+
+    fmt: str
+    text: str
+    dry_run: bool = False
+
+    @classmethod
+    def parse(cls, fmt: object, text: object, dry_run: object = False) -> ImportTextRequest:
+        """The request; InvalidInput naming the formats, or the text's limit."""
+        chosen = fmt.strip().lower() if isinstance(fmt, str) else ""
+        if chosen not in TEXT_IMPORT_FORMATS:
+            raise InvalidInput(
+                f"format must be one of {', '.join(TEXT_IMPORT_FORMATS)} for an import "
+                f"by tool call (basic-memory is a folder: use smriti import --from "
+                f"basic-memory PATH); got {str(fmt)[:40]!r}"
+            )
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInput("content is required for action=import: the file's text")
+        if len(text) > MAX_IMPORT_TEXT_CHARS:
+            raise InvalidInput(
+                f"content is {len(text):,} characters; an import by tool call takes at "
+                f"most {MAX_IMPORT_TEXT_CHARS:,} (use smriti import --from {chosen} PATH)"
+            )
+        return cls(chosen, text, validation.flag(dry_run, "dry_run"))
+
+
 @dataclass(frozen=True, slots=True)
 class ExportToRequest(Request):
     """Write the user's memory to ``path`` (absolute) in another tool's format ``fmt``."""
@@ -597,6 +636,7 @@ REQUESTS: dict[str, type[Request]] = {
         ExportRequest,
         ImportRequest,
         ImportFromRequest,
+        ImportTextRequest,
         ExportToRequest,
         HashRequest,
         ReembedRequest,

@@ -133,7 +133,7 @@ async def test_tools_have_schemas_and_annotations(client: Client) -> None:
     assert manage.input_schema["required"] == ["action"]
     assert set(manage.input_schema["properties"]) == {
         "action", "memory_id", "content", "importance", "tags", "limit", "memory_ids",
-        "purge",
+        "purge", "format", "dry_run",
     }  # fmt: skip
     assert "correct" in manage.input_schema["properties"]["action"]["enum"]
     assert manage.annotations.destructive_hint is True

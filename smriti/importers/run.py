@@ -10,6 +10,7 @@ adds nothing. Links between records become associations with their relation type
 from __future__ import annotations
 
 import hashlib
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -118,6 +119,37 @@ def import_file(
         return report
     ids, new = _store_all(engine, requests, known, report, progress)
     report.associations = _link(engine, [item for item, _ in requests], ids, new)
+    return report
+
+
+#: The file name a tool call's import text is read under, per format: the readers
+#: recognise a file by its suffix, and the name is each memory's context.
+TEXT_FILE_NAMES = {
+    "mcp-memory": "memory.jsonl",
+    "mcp-memory-service": "memories.json",
+    "mem0": "memories.json",
+    "markdown": "notes.md",
+    "claude-code": "session.jsonl",
+}
+
+
+def import_text(
+    engine: Engine, fmt: str, text: str, dry_run: bool = False, progress: ProgressArg = None
+) -> ImportReport:
+    """Import ``text``, one file's content in format ``fmt``, as ``import_file`` would
+    import the file. The text is read from a private temporary folder, removed after."""
+    name = TEXT_FILE_NAMES.get(fmt)
+    if name is None:
+        known = ", ".join(TEXT_FILE_NAMES)
+        raise InvalidInput(f"format {fmt!r} cannot be imported from text; use one of: {known}")
+    with tempfile.TemporaryDirectory(prefix="smriti-import-") as folder:  # mode 0700
+        path = Path(folder) / name
+        path.write_text(text, encoding="utf-8")
+        try:
+            report = import_file(engine, fmt, path, dry_run, progress)
+        except InvalidInput as exc:  # name the text, not the temporary file
+            raise InvalidInput(str(exc).replace(str(path), "the content")) from None
+    report.path = f"(text of {name})"
     return report
 
 

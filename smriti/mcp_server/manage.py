@@ -8,6 +8,7 @@ request type has its sentence in ``SAYINGS``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ from smriti.requests import (
     ForgetRequest,
     GetRequest,
     HistoryRequest,
+    ImportTextRequest,
     ManageRequest,
     MergeRequest,
     PurgeRequest,
@@ -52,6 +54,7 @@ MANAGE_ACTIONS = (
     "stats",
     "consolidate",
     "sync",
+    "import",
 )
 #: Manage actions that only read; every other one needs the write scope.
 READ_ACTIONS = ("get", "history", "related", "stats", "duplicates")
@@ -90,6 +93,8 @@ class ManageArgs:
     limit: object = None
     memory_ids: object = ""
     purge: object = False
+    format: object = ""
+    dry_run: object = False
 
 
 def manage_request(args: ManageArgs, principal: str | None, max_limit: int) -> ManageRequest:
@@ -120,7 +125,18 @@ def manage_request(args: ManageArgs, principal: str | None, max_limit: int) -> M
         return checked(RelatedRequest.parse, key, count)
     if action == "duplicates":
         return DuplicatesRequest(limit=count)
+    if action == "import":
+        return checked(ImportTextRequest.parse, args.format, _file_text(args.content), args.dry_run)
     return _SIMPLE[action](key)
+
+
+def _file_text(value: object) -> object:
+    """import's ``content``: the SDK hands a string that parses as JSON (a Mem0 or
+    mcp-memory-service export, a one-line memory.jsonl) to an untyped argument as the
+    parsed value; written back, it is the same document."""
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    return value
 
 
 def _memory_id(action: str, value: object) -> str:
@@ -230,6 +246,22 @@ def _duplicates(request: DuplicatesRequest, found: dict[str, Any], memory: Servi
     return {"action": "duplicates", "message": message, "duplicates": found}  # type: ignore[typeddict-item]
 
 
+def _imported(request: ImportTextRequest, report: dict[str, Any], memory: Service) -> ManageOut:
+    if report["dry_run"]:
+        message = (
+            f"dry run of a {request.fmt} import: {report['records']} record(s), "
+            f"{report['stored']} would be stored, {report['already_there']} already there, "
+            f"{report['rejected_count']} rejected; nothing was stored"
+        )
+    else:
+        message = (
+            f"imported {request.fmt}: {report['stored']} stored, {report['merged']} merged "
+            f"into similar memories, {report['already_there']} already there, "
+            f"{report['associations']} association(s), {report['rejected_count']} rejected"
+        )
+    return {"action": "import", "message": message, "imported": report}  # type: ignore[typeddict-item]
+
+
 def _stats(request: StatsRequest, stats: dict[str, Any], memory: Service) -> ManageOut:
     message = f"memory statistics for {memory.user}"
     return {"action": "stats", "message": message, "stats": stats}  # type: ignore[typeddict-item]
@@ -249,4 +281,5 @@ SAYINGS: dict[type, Callable[[Any, dict[str, Any], Service], ManageOut]] = {
     ConsolidateRequest: _consolidated,
     DuplicatesRequest: _duplicates,
     StatsRequest: _stats,
+    ImportTextRequest: _imported,
 }

@@ -266,6 +266,25 @@ class SyncOut(TypedDict):
     message: str
 
 
+class ImportedOut(TypedDict):
+    """What an import did (a dry run: would do): records read, memories stored, merged
+    into similar ones or already there, associations made, records rejected (with where
+    and why), and for a dry run a sample."""
+
+    format: str
+    path: str
+    dry_run: bool
+    records: int
+    stored: int
+    already_there: int
+    merged: int
+    associations: int
+    redacted: int
+    rejected_count: int
+    rejected: list[dict[str, str]]
+    sample: list[dict[str, Any]]
+
+
 class ConsolidationOut(TypedDict):
     """What a consolidation run did."""
 
@@ -296,6 +315,7 @@ class ManageOut(TypedDict):
     sync: NotRequired[SyncOut]
     consolidation: NotRequired[ConsolidationOut]
     stats: NotRequired[dict[str, Any]]
+    imported: NotRequired[ImportedOut]
 
 
 # Numbers arrive unconverted (``Any``) so that this edge, not the SDK's coercion, decides

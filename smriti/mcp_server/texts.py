@@ -156,4 +156,8 @@ closely resemble each other, and stale memories never recalled in 30 days, to ti
 which takes their cues, links, tags and recalls; they are kept as its history, out of \
 recall. "stats" reports what is stored. "consolidate" runs decay, pruning of weak unimportant \
 memories, and clustering now. "sync" pushes a backup now (if a backup provider is \
-configured)."""
+configured). "import" (format, content: a file's whole text; dry_run to preview) brings \
+in memories another tool exported: mcp-memory (the reference memory server's \
+memory.jsonl), mcp-memory-service, mem0 (their JSON exports), markdown (one memory per \
+paragraph), claude-code (a session transcript); importing the same file again adds \
+nothing."""

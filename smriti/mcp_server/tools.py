@@ -57,7 +57,13 @@ from smriti.mcp_server.texts import (
 from smriti.mcp_server.transport import SmritiServer
 from smriti.mcp_server.users import Memories, SingleMemory, caller_principal
 from smriti.model import MEMORY_TYPES, ORIGIN_AGENT, ORIGIN_USER
-from smriti.requests import RELATED_LIMIT, RecallRequest, Request, StoreRequest
+from smriti.requests import (
+    RELATED_LIMIT,
+    TEXT_IMPORT_FORMATS,
+    RecallRequest,
+    Request,
+    StoreRequest,
+)
 
 if TYPE_CHECKING:
     from smriti.engine import Engine
@@ -348,7 +354,7 @@ async def smriti_manage(
         Field(
             description="get, correct, history, update, related, duplicates, merge, "
             "forget, purge, stats, "
-            "consolidate or sync.",
+            "consolidate, sync or import.",
             json_schema_extra={"enum": list(MANAGE_ACTIONS)},
         ),
     ],
@@ -362,7 +368,10 @@ async def smriti_manage(
     content: Annotated[
         Any,
         WithJsonSchema({"type": "string"}),
-        Field(description="correct: the corrected memory text, self-contained."),
+        Field(
+            description="correct: the corrected memory text, self-contained; import: "
+            "the whole text of the file to import."
+        ),
     ] = "",
     importance: OptionalImportanceArg = None,
     tags: OptionalTagsArg = None,
@@ -390,11 +399,24 @@ async def smriti_manage(
             "keeping them as history."
         ),
     ] = False,
+    format: Annotated[
+        str,
+        Field(
+            description=f"import: the format of content, one of {', '.join(TEXT_IMPORT_FORMATS)}.",
+        ),
+    ] = "",
+    dry_run: Annotated[
+        Any,
+        WithJsonSchema({"type": "boolean"}),
+        Field(description="import: preview the counts and a sample; store nothing."),
+    ] = False,
     ctx: Context | None = None,
 ) -> ManageOut:
     """Manage memory."""
     memories = _memories(ctx)
-    arguments = ManageArgs(action, memory_id, content, importance, tags, limit, memory_ids, purge)
+    arguments = ManageArgs(
+        action, memory_id, content, importance, tags, limit, memory_ids, purge, format, dry_run
+    )
     max_limit = _setting(memories, "max_recall_limit")
     request = manage_request(arguments, caller_principal(ctx), max_limit)
     async with memories.use(ctx, needed_scope("smriti_manage", {"action": request.op})) as memory:

@@ -32,6 +32,7 @@ from smriti.requests import (
     HistoryRequest,
     ImportFromRequest,
     ImportRequest,
+    ImportTextRequest,
     MergeRequest,
     PurgeRequest,
     RecallRequest,
@@ -65,6 +66,7 @@ REPEATABLE: frozenset[type[Request]] = frozenset(
         ExportRequest,
         ExportToRequest,
         ImportFromRequest,
+        ImportTextRequest,
         HashRequest,
         StoreRequest,
         ForgetRequest,
@@ -236,6 +238,14 @@ def _import_from(
     return import_file(engine, request.fmt, path, request.dry_run, progress).to_dict()
 
 
+def _import_text(
+    engine: Engine, request: ImportTextRequest, progress: ProgressArg
+) -> dict[str, Any]:
+    from smriti.importers.run import import_text
+
+    return import_text(engine, request.fmt, request.text, request.dry_run, progress).to_dict()
+
+
 def _export_to(engine: Engine, request: ExportToRequest, progress: ProgressArg) -> dict[str, Any]:
     from smriti.importers.run import export_file
 
@@ -299,6 +309,7 @@ HANDLERS: dict[type[Request], Handler] = {
     ExportRequest: _export,
     ImportRequest: _import,
     ImportFromRequest: _import_from,
+    ImportTextRequest: _import_text,
     ExportToRequest: _export_to,
     HashRequest: _hash,
     ReembedRequest: _reembed,
