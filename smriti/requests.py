@@ -599,6 +599,20 @@ class ClustersRequest(Request):
         return cls()
 
 
+@dataclass(frozen=True, slots=True)
+class DetailsRequest(Request):
+    """One memory in full, for a page or resource showing it
+    (``smriti.engine.details.memory_details``)."""
+
+    op: ClassVar[str] = "details"
+    memory_id: str
+
+    @classmethod
+    def parse(cls, memory_id: object) -> DetailsRequest:
+        """The checked request."""
+        return cls(validation.memory_id(memory_id, "show"))
+
+
 #: What a manage tool call may ask.
 ManageRequest = (
     GetRequest
@@ -642,6 +656,7 @@ REQUESTS: dict[str, type[Request]] = {
         ReembedRequest,
         GraphRequest,
         ClustersRequest,
+        DetailsRequest,
     )
 }
 

@@ -22,6 +22,7 @@ from smriti.requests import (
     ClustersRequest,
     ConsolidateRequest,
     CorrectRequest,
+    DetailsRequest,
     DuplicatesRequest,
     ExportRequest,
     ExportToRequest,
@@ -73,6 +74,7 @@ REPEATABLE: frozenset[type[Request]] = frozenset(
         PurgeRequest,
         GraphRequest,
         ClustersRequest,
+        DetailsRequest,
         GetRequest,
         HistoryRequest,
         RelatedRequest,
@@ -290,6 +292,12 @@ def _clusters(engine: Engine, request: ClustersRequest, progress: ProgressArg) -
     return cluster_table(engine)
 
 
+def _details(engine: Engine, request: DetailsRequest, progress: ProgressArg) -> dict[str, Any]:
+    from smriti.engine.details import memory_details
+
+    return memory_details(engine, request.memory_id)
+
+
 #: The handler of each request type.
 HANDLERS: dict[type[Request], Handler] = {
     StoreRequest: _store,
@@ -315,4 +323,5 @@ HANDLERS: dict[type[Request], Handler] = {
     ReembedRequest: _reembed,
     GraphRequest: _graph,
     ClustersRequest: _clusters,
+    DetailsRequest: _details,
 }
