@@ -15,6 +15,7 @@ from smriti.cli import (
     portable_commands,
     reembed_command,
     tidy_commands,
+    ui_command,
 )
 
 DESCRIPTION = """\
@@ -119,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     owner_command.add_parser(sub, common)
     keys_command.add_parser(sub, common)
     migrate_command.add_parser(sub, common)
+    ui_command.add_parser(sub, common)
     return parser
 
 

@@ -20,6 +20,10 @@ in this order:
 6. the ``MCP-Protocol-Version`` header: an unsupported one is ``400`` with a JSON-RPC
    error naming the supported versions.
 
+Requests under ``/ui`` (the memory web page, ``smriti.webui``) pass check 1 and then
+go to the page, which signs its users in with the same keys or tokens and checks its
+own session cookie, CSRF token and Origin.
+
 Then the request goes, through the per-principal session limits
 (``smriti.mcp_server.guard``), to the SDK's app with the caller in ``scope["user"]`` and
 in the SDK's context variable (``get_access_token()``). Refusals are logged with the
@@ -65,6 +69,7 @@ from smriti.mcp_server.guard import SessionGuard, client_address, too_many
 from smriti.mcp_server.limits import HttpLimits
 from smriti.mcp_server.tools import needed_scope
 from smriti.mcp_server.users import principal_of
+from smriti.webui import under_ui
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -196,9 +201,18 @@ def transport_security(
 class AuthGate:
     """The ASGI app in front of the SDK's streamable HTTP app (see the module doc)."""
 
-    def __init__(self, app: ASGIApp, plan: HttpPlan, audit: AuditLog | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        plan: HttpPlan,
+        audit: AuditLog | None = None,
+        ui: ASGIApp | None = None,
+    ) -> None:
         assert plan.verifier is not None
         self.app = app
+        #: The memory web page (``smriti.webui``) under ``/ui``: its own sign-in with
+        #: the same keys or tokens, a session cookie instead of a bearer header.
+        self.ui = ui
         self.inner = AuthContextMiddleware(app)
         self.plan = plan
         self.audit = audit
@@ -223,6 +237,9 @@ class AuthGate:
             return
         if scope["path"] in self.metadata_paths:
             await self._metadata(scope, send)
+            return
+        if self.ui is not None and under_ui(scope["path"]):
+            await self.ui(scope, receive, send)
             return
         await self._authenticated(scope, receive, send)
 

@@ -193,6 +193,14 @@ async def _cancel_on_signal(scope: anyio.CancelScope, *, task_status: Any) -> No
             return
 
 
+def _web_page(server: MCPServer, plan: HttpPlan) -> Any:
+    """The memory web page under ``/ui`` for the server's signed-in users."""
+    from smriti.webui import team_app
+
+    memories = getattr(server, "memories", None)
+    return team_app(memories, plan, memories.base)  # type: ignore[union-attr]
+
+
 async def _serve_http(server: MCPServer, plan: HttpPlan) -> None:
     import uvicorn
     from starlette.types import ASGIApp
@@ -212,7 +220,7 @@ async def _serve_http(server: MCPServer, plan: HttpPlan) -> None:
     if audit is not None:
         server.middleware.append(AuditCalls(audit))
     app: ASGIApp = (
-        AuthGate(inner, plan, audit)
+        AuthGate(inner, plan, audit, ui=_web_page(server, plan))
         if plan.verifier is not None
         else VersionGate(inner, limits.body_timeout)
     )

@@ -152,7 +152,13 @@ class UserMemories:
     async def use(self, ctx: Context | None, need: str) -> AsyncIterator[Service]:
         """The caller's memory for the duration of one call; ToolError when the call has
         no verified caller or its token lacks the scope ``need`` asks for."""
-        token = caller_token(ctx)
+        async with self.use_token(caller_token(ctx), need) as service:
+            yield service
+
+    @asynccontextmanager
+    async def use_token(self, token: AccessToken | None, need: str) -> AsyncIterator[Service]:
+        """The memory of the verified ``token``'s user, as ``use`` gives a tool call's
+        (the web page's sessions carry the token their sign-in verified)."""
         if token is None or not token.subject:
             raise ToolError("this server needs an authenticated caller (Authorization: Bearer)")
         wanted = self.scopes.of(need)
