@@ -71,7 +71,8 @@ class StoredMemoryOut(TypedDict):
 
 class RecalledMemoryOut(TypedDict):
     """One recalled memory, its score and how it was found; who said it (``origin``,
-    ``principal``) and ``flags`` as in ``MemoryOut``."""
+    ``principal``) and ``flags`` as in ``MemoryOut``; ``uri`` is its MCP resource
+    (``memory://<id>``, the memory in full)."""
 
     id: str
     content: str
@@ -92,6 +93,7 @@ class RecalledMemoryOut(TypedDict):
     score: float
     match_type: str
     hop: int
+    uri: str
 
 
 class RecallOut(TypedDict):

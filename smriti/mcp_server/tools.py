@@ -37,6 +37,8 @@ from smriti.mcp_server.manage import (
     checked,
     manage_request,
 )
+from smriti.mcp_server.resources import memory_uri
+from smriti.mcp_server.resources import register as register_resources
 from smriti.mcp_server.schemas import (
     ImportanceArg,
     LimitArg,
@@ -154,7 +156,7 @@ async def _in_thread[T](call: Callable[[], T], name: str) -> T:
 
 def recall_out(request: RecallRequest, query: str, found: dict[str, Any]) -> RecallOut:
     """The structured recall result from what the recall operation returned."""
-    items = list(found["results"])
+    items: list[Any] = [{**item, "uri": memory_uri(item["id"])} for item in found["results"]]
     out: RecallOut = {
         "query": query,
         "mode": request.shown_mode,
@@ -226,6 +228,7 @@ def build_server(memory: Service | Engine | Memories) -> MCPServer:
         description="System-prompt text telling an agent when and how to store, recall, "
         "correct and forget with Smriti.",
     )(smriti_system_prompt)
+    register_resources(server)
     return server
 
 

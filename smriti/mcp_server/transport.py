@@ -54,6 +54,13 @@ class SmritiServer(MCPServer):
     #: The memory the tools serve (``smriti.mcp_server.tools.build_server`` sets it).
     memories: Memories | None = None
 
+    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        """The resource ``uri``, read for the caller of ``context``
+        (``smriti.mcp_server.resources.read_resource``)."""
+        from smriti.mcp_server.resources import read_resource
+
+        return await read_resource(self, uri, context, super().read_resource)
+
     async def get_prompt(
         self, name: str, arguments: dict[str, Any] | None = None, context: Any = None
     ) -> Any:
