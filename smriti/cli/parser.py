@@ -6,6 +6,7 @@ import argparse
 import math
 
 from smriti.cli import (
+    capture_commands,
     commands,
     doctor_command,
     graph_commands,
@@ -121,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     keys_command.add_parser(sub, common)
     migrate_command.add_parser(sub, common)
     ui_command.add_parser(sub, common)
+    capture_commands.add_parsers(sub, common)
     return parser
 
 
