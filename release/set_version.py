@@ -37,6 +37,13 @@ def pyprojects() -> list[Path]:
     return [ROOT / "pyproject.toml", *found]
 
 
+def release_tomls() -> list[Path]:
+    """The distributions' pyproject.toml files and the extension's (mcpb/pyproject.toml,
+    not a workspace member: Claude Desktop installs it)."""
+    extension = ROOT / "mcpb/pyproject.toml"
+    return [*pyprojects(), *([extension] if extension.exists() else [])]
+
+
 def source_version() -> str:
     """The version of ``smriti-core`` in the root pyproject.toml: the one to follow."""
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
@@ -52,7 +59,7 @@ def problems(version: str) -> list[str]:
     """Each version line or Smriti pin that disagrees with ``version``, as a sentence."""
     found: list[str] = []
     upper = upper_bound(version)
-    for path in pyprojects():
+    for path in release_tomls():
         text = path.read_text()
         rel = path.relative_to(ROOT)
         declared = tomllib.loads(text)["project"]["version"]
@@ -73,7 +80,7 @@ def set_version(version: str) -> list[Path]:
     _parts(version)
     upper = upper_bound(version)
     changed = []
-    for path in pyprojects():
+    for path in release_tomls():
         text = path.read_text()
         new = VERSION_LINE.sub(f'version = "{version}"', text, count=1)
         new = PIN.sub(lambda m: f'"{m[1]}{m[2] or ""}>={version},<{upper}', new)

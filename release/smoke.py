@@ -1,6 +1,7 @@
 """Smoke-test an installed ``smriti`` over MCP stdio, as an MCP client starts it.
 
     python release/smoke.py /path/to/venv/bin/smriti
+    python release/smoke.py uv run --directory EXTENSION server/main.py
 
 Run with the Python of the environment under test (it needs only the MCP SDK, which
 ``smriti-core`` installs). It starts the command with the SDK's stdio client, lists the
@@ -38,9 +39,9 @@ def server_env(home: Path) -> dict[str, str]:
     return env
 
 
-async def smoke(command: str, home: Path) -> dict[str, object]:
+async def smoke(command: list[str], home: Path) -> dict[str, object]:
     """Talk to ``command`` over stdio; returns what was seen, raises on a failed check."""
-    params = StdioServerParameters(command=command, args=[], env=server_env(home))
+    params = StdioServerParameters(command=command[0], args=command[1:], env=server_env(home))
     with (home / "stderr.log").open("w") as errlog:
         async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
             info = client.server_info
@@ -63,13 +64,13 @@ async def smoke(command: str, home: Path) -> dict[str, object]:
 
 
 def main(argv: list[str]) -> int:
-    """Command line: the path of the installed ``smriti`` command."""
-    if len(argv) != 1:
-        print("usage: python release/smoke.py PATH/TO/smriti", file=sys.stderr)
+    """Command line: the command (and its arguments) that starts the server."""
+    if not argv:
+        print("usage: python release/smoke.py PATH/TO/smriti [ARG...]", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="smriti-smoke-") as tmp:
         try:
-            seen = anyio.run(smoke, argv[0], Path(tmp))
+            seen = anyio.run(smoke, argv, Path(tmp))
         except Exception as exc:  # any failure is the smoke test's verdict
             log = (Path(tmp) / "stderr.log").read_text()[-3000:]
             print(f"smoke: FAILED: {exc!r}\n--- server stderr ---\n{log}", file=sys.stderr)

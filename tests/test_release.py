@@ -41,7 +41,7 @@ def test_every_distribution_and_pin_agrees_with_the_root_version() -> None:
 
 def test_the_check_catches_a_stale_pin_and_set_version_fixes_every_line(tmp_path: Path) -> None:
     sv = load_set_version()
-    for path in [*sv.pyprojects(), *sv._json_files()]:
+    for path in [*sv.release_tomls(), *sv._json_files()]:
         target = tmp_path / path.relative_to(ROOT)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(path, target)
@@ -53,7 +53,10 @@ def test_the_check_catches_a_stale_pin_and_set_version_fixes_every_line(tmp_path
 
     changed = sv.set_version("1.4.2")
     assert sv.problems("1.4.2") == []
-    assert len(changed) == len(sv.pyprojects()) + len(sv._json_files())
+    assert len(changed) == len(sv.release_tomls()) + len(sv._json_files())
+    extension = tomllib.loads((tmp_path / "mcpb/pyproject.toml").read_text())["project"]
+    assert extension["dependencies"] == ["smriti-server>=1.4.2,<2"]
+    assert json.loads((tmp_path / "mcpb/manifest.json").read_text())["version"] == "1.4.2"
     registry = json.loads((tmp_path / "server.json").read_text())
     assert registry["version"] == registry["packages"][0]["version"] == "1.4.2"
     server = tomllib.loads((tmp_path / "packages/smriti-server/pyproject.toml").read_text())
