@@ -114,7 +114,7 @@ def test_every_page_answers_with_the_security_headers(local: Any) -> None:
         assert answer.status_code == 200, (path, answer.text[:500])
         assert answer.headers["content-security-policy"] == CSP
         assert answer.headers["x-content-type-options"] == "nosniff"
-        assert answer.headers["referrer-policy"] == "no-referrer"
+        assert answer.headers["referrer-policy"] == "same-origin"
         # no inline script: every script element loads a file, but the graph's data
         inline = re.findall(r"<script(?![^>]*\bsrc=)[^>]*>", answer.text)
         assert inline in ([], ['<script type="application/json" id="graph-data">']), path

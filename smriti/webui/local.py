@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import socket
 import sys
 import webbrowser
@@ -63,8 +64,18 @@ def _serve(settings: Settings, service: object, sock: socket.socket, browser: bo
     config = uvicorn.Config(
         LocalGate(build_app(ui), port), log_config=None, access_log=False, lifespan="off"
     )
+    # uvicorn stops on SIGINT/SIGTERM and then raises the signal again for the handler
+    # it found: make that one a no-op, so Ctrl-C ends with 0 and the store is closed
+    # (a second signal must not cut that short either).
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _stopping)
     uvicorn.Server(config).run(sockets=[sock])
+    log.info("web page stopped")
     return 0
+
+
+def _stopping(signum: int, frame: object) -> None:
+    """The process is stopping already (no logging here: see smriti.mcp_server.server)."""
 
 
 def _bind(port: int) -> socket.socket:

@@ -28,8 +28,9 @@ CSP = (
 SECURITY_HEADERS = {
     "content-security-policy": CSP,
     "x-content-type-options": "nosniff",
-    # the one-time token is in the first URL: never pass a URL of this page on
-    "referrer-policy": "no-referrer",
+    # the one-time token is in the first URL: never pass a URL of this page to
+    # another site (not no-referrer: then a browser sends "Origin: null" with a form)
+    "referrer-policy": "same-origin",
     "x-frame-options": "DENY",
     "cache-control": "no-store",
     "cross-origin-opener-policy": "same-origin",
