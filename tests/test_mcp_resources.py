@@ -84,10 +84,16 @@ async def test_resources_are_listed_and_recall_links_to_them(engine: Engine) -> 
         assert template.uri_template == "memory://{memory_id}"
         assert template.mime_type == "application/json"
         first, current = await remember(session)
-        recalled = ok(await session.call_tool("smriti_recall", {"query": "favourite pasta"}))
+        answer = await session.call_tool("smriti_recall", {"query": "favourite pasta"})
+        recalled = ok(answer)
         assert recalled["results"], recalled
         for item in recalled["results"]:
             assert item["uri"] == f"memory://{item['id']}"
+        text, *links = answer.content
+        assert json.loads(text.text) == recalled  # type: ignore[union-attr]
+        assert [(link.type, link.uri, link.title) for link in links] == [  # type: ignore[union-attr]
+            ("resource_link", r["uri"], r["summary"]) for r in recalled["results"]
+        ]
         shown = await read(session, f"memory://{current}")
         assert shown["uri"] == f"memory://{current}"
         assert shown["memory"]["content"] == FIXED and shown["memory"]["tags"] == ["food"]

@@ -1,6 +1,7 @@
 """MCP resources: a memory as ``memory://{memory_id}``, and the caller's statistics and
 clusters as ``memory://stats`` and ``memory://clusters``, for clients that browse
-resources (the recall tool's results link to them: each item's ``uri``).
+resources. The recall tool's results link to them: each item's ``uri``, and a
+``resource_link`` content item per memory (``linked_result``).
 
 Every resource is read like a tool call reads: the memory of the call's caller
 (``Memories.use`` with the read scope, so a team server's user sees only their own
@@ -18,16 +19,24 @@ Errors are JSON-RPC errors a person can act on: ``-32002`` (the MCP specificatio
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
+import pydantic_core
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.mcpserver.resources import Resource
 from mcp.shared.exceptions import MCPError
-from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST
+from mcp.types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    CallToolResult,
+    ResourceLink,
+    TextContent,
+)
 from pydantic import Field
 
 from smriti.errors import InvalidInput, NotFound, SmritiError
@@ -57,6 +66,25 @@ LINKED_PARTS = ("associations", "versions", "merged")
 def memory_uri(memory_id: str) -> str:
     """The resource URI of memory ``memory_id``."""
     return f"{SCHEME}://{memory_id}"
+
+
+def linked_result(out: Mapping[str, Any]) -> CallToolResult:
+    """A tool result of ``out`` (its structured content, and as JSON text, as the SDK
+    would make them) followed by a ``resource_link`` to each memory in its
+    ``results``, so that a client that browses resources can open them."""
+    text = pydantic_core.to_json(out, fallback=str, indent=2).decode()
+    links = [
+        ResourceLink(
+            name=str(item["id"]),
+            title=str(item.get("summary") or item["id"]),
+            uri=memory_uri(str(item["id"])),
+            mime_type=JSON,
+        )
+        for item in out.get("results", [])
+    ]
+    return CallToolResult(
+        content=[TextContent(type="text", text=text), *links], structured_content=dict(out)
+    )
 
 
 class CallerResource(Resource):

@@ -21,7 +21,7 @@ import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field, WithJsonSchema
 
 from smriti import validation
@@ -37,7 +37,7 @@ from smriti.mcp_server.manage import (
     checked,
     manage_request,
 )
-from smriti.mcp_server.resources import memory_uri
+from smriti.mcp_server.resources import linked_result, memory_uri
 from smriti.mcp_server.resources import register as register_resources
 from smriti.mcp_server.schemas import (
     ImportanceArg,
@@ -337,8 +337,8 @@ async def smriti_recall(
         ),
     ] = "",
     ctx: Context | None = None,
-) -> RecallOut:
-    """Recall memories."""
+) -> Annotated[CallToolResult, RecallOut]:
+    """Recall memories (the result links to each memory's resource, ``memory://<id>``)."""
     memories = _memories(ctx)
     request = checked(
         RecallRequest.parse, query or None, limit,
@@ -348,7 +348,7 @@ async def smriti_recall(
     )  # fmt: skip
     async with memories.use(ctx, "read") as memory:
         found = await run_request(memory, request)
-    return recall_out(request, query, found)
+    return linked_result(recall_out(request, query, found))
 
 
 async def smriti_manage(
