@@ -96,8 +96,16 @@ def load(path: Path = DATA) -> list[Conversation]:
 
 
 # -- metrics ---------------------------------------------------------------------------
+def session_of(dia_id: str) -> str:
+    """The session a turn belongs to: ``D3`` for ``D3:5``."""
+    return dia_id.split(":", 1)[0]
+
+
 def scores(ranking: Sequence[str], gold: set[str]) -> dict[str, float]:
-    """recall@1/5/10, MRR@10 and nDCG@10 (binary relevance) of one ranking."""
+    """One ranking's turn-level recall@1/5/10, MRR@10 and nDCG@10 (binary relevance),
+    and the session-level figures peers publish: ``sR@k``, the share of the gold turns'
+    sessions that some turn in the top k belongs to, and ``Hit@10``, whether any gold
+    turn is in the top 10."""
     top = list(ranking[:10])
     out = {f"R@{k}": len(gold & set(top[:k])) / len(gold) for k in KS}
     first = next((i for i, d in enumerate(top) if d in gold), None)
@@ -105,10 +113,15 @@ def scores(ranking: Sequence[str], gold: set[str]) -> dict[str, float]:
     dcg = sum(1.0 / math.log2(i + 2) for i, d in enumerate(top) if d in gold)
     ideal = sum(1.0 / math.log2(i + 2) for i in range(min(len(gold), 10)))
     out["nDCG@10"] = dcg / ideal
+    sessions = {session_of(d) for d in gold}
+    for k in (5, 10):
+        found = {session_of(d) for d in top[:k]}
+        out[f"sR@{k}"] = len(sessions & found) / len(sessions)
+    out["Hit@10"] = 0.0 if first is None else 1.0
     return out
 
 
-METRICS = ("R@1", "R@5", "R@10", "MRR", "nDCG@10")
+METRICS = ("R@1", "R@5", "R@10", "MRR", "nDCG@10", "sR@5", "sR@10", "Hit@10")
 
 
 class Tally:
