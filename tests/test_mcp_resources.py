@@ -169,7 +169,8 @@ async def test_over_stdio_through_the_store_owner(tmp_path: Path) -> None:
 async def test_a_team_server_keeps_each_users_resources_apart(tmp_path: Path) -> None:
     storage = tmp_path / "store"
     env = user_env(os.environ, storage, DB_TYPE="kuzu", HOME=str(tmp_path), SMRITI_AUTH="keys")
-    env["SMRITI_OWNER_IDLE"] = "2"
+    audit = tmp_path / "audit.jsonl"
+    env.update(SMRITI_OWNER_IDLE="2", SMRITI_AUDIT_LOG=str(audit))
     keys_file = storage / ".api-keys.json"
     tokens = make_keys(keys_file, ["alice", "bob"])
     write_only = KeyStore(keys_file).create("alice", ("write",))
@@ -197,3 +198,13 @@ async def test_a_team_server_keeps_each_users_resources_apart(tmp_path: Path) ->
             assert "insufficient_scope" in (await refused(writer, "memory://stats")).error.message
         log = server.text()
     assert "Traceback" not in log
+    reads = [
+        r
+        for r in map(json.loads, audit.read_text().splitlines())
+        if r.get("tool") == "resources/read"
+    ]
+    seen = [(r["user"], r["action"], r.get("memory_ids", []), r["outcome"]) for r in reads]
+    assert ("alice", "memory", [current], "ok") in seen
+    assert ("bob", "memory", [current], "error") in seen and ("bob", "stats", [], "ok") in seen
+    assert ("alice", "memory", [current], "error") in seen  # the write-only key, refused
+    assert "cacio" not in audit.read_text() and "carbonara" not in audit.read_text()

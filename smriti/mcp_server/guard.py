@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.shared.exceptions import MCPError
 from starlette.authentication import AuthCredentials
 
 from smriti.audit import AuditLog, memory_ids
@@ -199,24 +200,22 @@ async def too_many(send: Send, retry_after: int, message: str, request_id: Any =
 
 
 class AuditCalls:
-    """MCP server middleware: one audit line per ``tools/call`` (never its content)."""
+    """MCP server middleware: one audit line per ``tools/call`` and per
+    ``resources/read`` (never their content)."""
 
     def __init__(self, audit: AuditLog) -> None:
         self.audit = audit
 
     async def __call__(self, ctx: Any, call_next: Any) -> Any:
         """Run the call, then record who made it, on what, and how it ended."""
+        if ctx.method == "resources/read":
+            return await self._read(ctx, call_next)
         if ctx.method != "tools/call":
             return await call_next(ctx)
         params = ctx.params if isinstance(ctx.params, Mapping) else {}
         arguments = params.get("arguments") if isinstance(params.get("arguments"), Mapping) else {}
-        scope = getattr(getattr(ctx, "request", None), "scope", None) or {}
-        user = scope.get("user")
-        token = user.access_token if isinstance(user, AuthenticatedUser) else None
         entry = {
-            "principal": principal_of(token),
-            "user": token.subject if token is not None else None,
-            "client": client_address(scope),
+            **_caller(ctx),
             "tool": str(params.get("name", ""))[:64],
             "action": _action(params.get("name"), arguments),
         }
@@ -229,6 +228,36 @@ class AuditCalls:
         ids = memory_ids(arguments, structured)
         self.audit.record(**entry, memory_ids=ids, outcome="error" if error else "ok")
         return result
+
+    async def _read(self, ctx: Any, call_next: Any) -> Any:
+        """A resource read: which resource (a memory's id, never the URI as sent)."""
+        from smriti.mcp_server.resources import audited
+
+        params = ctx.params if isinstance(ctx.params, Mapping) else {}
+        action, ids = audited(params.get("uri"))
+        entry = {**_caller(ctx), "tool": "resources/read", "action": action, "memory_ids": ids}
+        try:
+            result = await call_next(ctx)
+        except MCPError:
+            self.audit.record(**entry, outcome="error")
+            raise
+        except BaseException as exc:
+            self.audit.record(**entry, outcome=f"failed: {type(exc).__name__}")
+            raise
+        self.audit.record(**entry, outcome="ok")
+        return result
+
+
+def _caller(ctx: Any) -> dict[str, Any]:
+    """Who made the request of ``ctx``: principal, user and client address."""
+    scope = getattr(getattr(ctx, "request", None), "scope", None) or {}
+    user = scope.get("user")
+    token = user.access_token if isinstance(user, AuthenticatedUser) else None
+    return {
+        "principal": principal_of(token),
+        "user": token.subject if token is not None else None,
+        "client": client_address(scope),
+    }
 
 
 def _action(tool: Any, arguments: Mapping[str, Any]) -> str | None:

@@ -68,6 +68,19 @@ def memory_uri(memory_id: str) -> str:
     return f"{SCHEME}://{memory_id}"
 
 
+def audited(uri: object) -> tuple[str, list[str]]:
+    """What the audit log says of a read of ``uri``: ``stats``, ``clusters`` or
+    ``memory`` with the memory's id (at most 64 characters); ``unknown`` for any other
+    URI, which is never written out (a client could put anything in it)."""
+    text = uri if isinstance(uri, str) else ""
+    if text in (STATS_URI, CLUSTERS_URI):
+        return text.removeprefix(f"{SCHEME}://"), []
+    key = text.removeprefix(f"{SCHEME}://")
+    if key != text and key and "/" not in key:
+        return "memory", [key[:64]]
+    return "unknown", []
+
+
 def linked_result(out: Mapping[str, Any]) -> CallToolResult:
     """A tool result of ``out`` (its structured content, and as JSON text, as the SDK
     would make them) followed by a ``resource_link`` to each memory in its
