@@ -67,7 +67,7 @@ def shots_dir(tmp_path: Path) -> Path:
 
 
 def shoot(browser: Browser, where: Path, name: str) -> None:
-    data = browser.screenshot(where / f"{name}.png").read_bytes()
+    data = browser.screenshot(where / f"ui-{name}.png").read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
 
 
