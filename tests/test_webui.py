@@ -11,6 +11,7 @@ The browser-driven tests are in test_webui_browser.py.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from smriti.audit import AuditLog
 from smriti.auth.keys import KeyStore, keys_file
 from smriti.config import Settings
 from smriti.engine import Engine
@@ -249,8 +251,13 @@ def test_unknown_ids_and_bad_values_are_pages_not_tracebacks(local: Any) -> None
 
 
 class Team:
-    def __init__(self, settings: Settings, keys: dict[str, str], memories: Any) -> None:
-        self.settings, self.keys, self.memories = settings, keys, memories
+    def __init__(
+        self, settings: Settings, keys: dict[str, str], memories: Any, audit: Path
+    ) -> None:
+        self.settings, self.keys, self.memories, self.audit = settings, keys, memories, audit
+
+    def audited(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.audit.read_text().splitlines()]
 
 
 @pytest.fixture
@@ -278,10 +285,12 @@ def team(tmp_path: Path, engine_factory: Any) -> Iterator[tuple[Team, TestClient
 
     verifier = build_verifier(settings, "http://127.0.0.1:5000/mcp")
     memories = UserMemories(settings, verifier.scopes, opener=opener)
-    ui = UI(TeamAccess(memories, verifier), secure=True)
+    audit = AuditLog(tmp_path / "audit.jsonl")
+    ui = UI(TeamAccess(memories, verifier, audit), secure=True)
     with TestClient(build_app(ui), base_url=SITE) as client:
-        yield Team(settings, keys, memories), client
+        yield Team(settings, keys, memories, tmp_path / "audit.jsonl"), client
     memories.close()
+    audit.close()
 
 
 def sign_in(team: Team, client: TestClient, user: str) -> Browser:
@@ -298,6 +307,7 @@ def test_team_sign_in_with_a_key(team: Any) -> None:
     assert client.get("/ui/", follow_redirects=False).headers["location"] == "/ui/signin"
     anyone = Browser(client)
     assert anyone.post("/ui/signin", {"key": "smriti_nope_nope"}, csrf=False).status_code == 401
+    assert server.audited()[-1]["event"] == "refused"
     assert anyone.post("/ui/signin", {"key": ""}, csrf=False).status_code == 401
     no_origin = anyone.post("/ui/signin", {"key": server.keys["alice"]}, origin=None, csrf=False)
     assert no_origin.status_code == 403 and "set-cookie" not in no_origin.headers
@@ -330,6 +340,11 @@ def test_a_second_user_sees_none_of_the_first_users_memories(team: Any) -> None:
         assert answer.status_code == 404, (action, answer.text[:300])
     assert bob.post("/ui/merge", {"keep": key, "merge": key + "x"}).status_code == 404
     assert alice.get(f"/ui/memory/{key}").status_code == 200  # untouched
+    # every request a page ran is in the audit log, as a tool call would be
+    tried = [e for e in server.audited() if e.get("user") == "bob" and e["action"] == "forget"]
+    assert tried == [
+        {**tried[0], "tool": "web page", "memory_ids": [key], "outcome": "error"}
+    ] and tried[0]["principal"].startswith("key:")
 
 
 async def _token(server: Team, user: str) -> Any:

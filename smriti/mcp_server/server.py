@@ -193,12 +193,12 @@ async def _cancel_on_signal(scope: anyio.CancelScope, *, task_status: Any) -> No
             return
 
 
-def _web_page(server: MCPServer, plan: HttpPlan) -> Any:
+def _web_page(server: MCPServer, plan: HttpPlan, audit: Any) -> Any:
     """The memory web page under ``/ui`` for the server's signed-in users."""
     from smriti.webui import team_app
 
     memories = getattr(server, "memories", None)
-    return team_app(memories, plan, memories.base)  # type: ignore[union-attr]
+    return team_app(memories, plan, memories.base, audit)  # type: ignore[union-attr]
 
 
 async def _serve_http(server: MCPServer, plan: HttpPlan) -> None:
@@ -220,7 +220,7 @@ async def _serve_http(server: MCPServer, plan: HttpPlan) -> None:
     if audit is not None:
         server.middleware.append(AuditCalls(audit))
     app: ASGIApp = (
-        AuthGate(inner, plan, audit, ui=_web_page(server, plan))
+        AuthGate(inner, plan, audit, ui=_web_page(server, plan, audit))
         if plan.verifier is not None
         else VersionGate(inner, limits.body_timeout)
     )

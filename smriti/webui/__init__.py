@@ -32,17 +32,18 @@ def under_ui(path: str) -> bool:
     return path == UI_PATH or path.startswith(UI_PATH + "/")
 
 
-def team_app(memories: Any, plan: HttpPlan, settings: Any) -> ASGIApp:
+def team_app(memories: Any, plan: HttpPlan, settings: Any, audit: Any = None) -> ASGIApp:
     """The page for a team server: sessions signed in with the MCP endpoint's own
-    verifier, each user's memory from ``memories`` (``UserMemories``). The cookie is
-    Secure unless the server is bound to loopback without an https public URL."""
+    verifier, each user's memory from ``memories`` (``UserMemories``), each request
+    in the server's ``audit`` log. The cookie is Secure unless the server is bound to
+    loopback without an https public URL."""
     from smriti.mcp_server.http import is_loopback
     from smriti.webui.access import TeamAccess
     from smriti.webui.app import UI, build_app
 
     https = plan.resource_url.lower().startswith("https://")
     ui = UI(
-        TeamAccess(memories, plan.verifier),
+        TeamAccess(memories, plan.verifier, audit),
         secure=https or not is_loopback(plan.host),
         max_chars=settings.max_content_chars,
         max_limit=settings.max_recall_limit,

@@ -74,11 +74,13 @@ class TeamAccess:
 
     team = True
 
-    def __init__(self, memories: Any, verifier: Any) -> None:
+    def __init__(self, memories: Any, verifier: Any, audit: Any = None) -> None:
         #: ``smriti.mcp_server.users.UserMemories``: opens each user's memory once.
         self.memories = memories
         #: ``smriti.auth.verifier.SmritiTokenVerifier``, the MCP endpoint's own.
         self.verifier = verifier
+        #: The server's audit log (``smriti.audit.AuditLog``), None when it is off.
+        self.audit = audit
 
     async def sign_in(self, secret: str) -> Any:
         """The verified token for an API key or access token typed into the sign-in
@@ -95,18 +97,49 @@ class TeamAccess:
         """Check the session's token again, then run ``request`` on its user's memory."""
         from mcp.server.mcpserver.exceptions import ToolError
 
-        from smriti.errors import BackendError
+        from smriti.errors import BackendError, SmritiError
 
         token = await self.verifier.check(session.token.token)
         if isinstance(token, str) or token.subject != session.user:
             raise SignedOut
         if self.verifier.scopes.of(need) not in token.scopes:
             raise Forbidden(f"this key may not {'change' if need == 'write' else 'read'} memories")
+        outcome = "failed"
         try:
             async with self.memories.use_token(token, need) as service:
-                return await anyio.to_thread.run_sync(service.run, request, False)
+                result = await anyio.to_thread.run_sync(service.run, request, False)
+            outcome = "ok"
+            return result
         except ToolError as exc:  # the scope was checked above: the memory did not open
             raise BackendError(str(exc)) from None
+        except SmritiError:
+            outcome = "error"
+            raise
+        finally:
+            self.record(session, request, outcome)
+
+    def refused(self, client: str, reason: str) -> None:
+        """Audit a refused sign-in (the reason never holds the key)."""
+        if self.audit is not None:
+            self.audit.record(
+                event="refused", client=client or None, status=401, reason=reason, path="/ui"
+            )
+
+    def record(self, session: Session, request: Request, outcome: str) -> None:
+        """One audit line per request a page ran, as the MCP endpoint writes one per
+        tool call: who, from where, which operation on which memories, how it ended."""
+        if self.audit is None:
+            return
+        named = [getattr(request, "memory_id", None), *getattr(request, "memory_ids", ())]
+        self.audit.record(
+            principal=self.principal(session) or None,
+            user=session.user,
+            client=session.client or None,
+            tool="web page",
+            action=request.op,
+            memory_ids=[i for i in named if i] or None,
+            outcome=outcome,
+        )
 
     def principal(self, session: Session) -> str:
         """The namespaced principal of the session's key or token (``key:<id>``)."""

@@ -247,12 +247,14 @@ def _sign_in(ui: UI) -> Callable[[Request], Awaitable[Response]]:
         secret = form.get("key") if form else None
         if not isinstance(secret, str) or not secret.strip():
             return _sign_in_refused(ui, "give an API key (smriti keys create USER) or a token")
+        client = request.client.host if request.client else ""
         token = await ui.access.sign_in(secret)  # type: ignore[attr-defined]
         if isinstance(token, str):
-            log.info("web page sign-in refused", reason=token)
+            log.info("web page sign-in refused", reason=token, client=client)
+            ui.access.refused(client, token)  # type: ignore[attr-defined]
             return _sign_in_refused(ui, token)
-        session = ui.sessions.open(token.subject, token)
-        log.info("web page session opened", user=session.user, client=token.client_id)
+        session = ui.sessions.open(token.subject, token, client)
+        log.info("web page session opened", user=session.user, client=client)
         return ui.signed_in(ui.redirect("/"), session)
 
     return sign_in

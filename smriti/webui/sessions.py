@@ -35,6 +35,8 @@ class Session:
     user: str
     #: The verified bearer token of a team server's session (None: the local page).
     token: Any = None
+    #: The address the session signed in from (for the audit log).
+    client: str = ""
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     created: float = field(default_factory=time.monotonic)
     seen: float = field(default_factory=time.monotonic)
@@ -78,10 +80,10 @@ class SessionStore:
                 return None
         return self.open(user)
 
-    def open(self, user: str, token: Any = None) -> Session:
+    def open(self, user: str, token: Any = None, client: str = "") -> Session:
         """A new session for ``user`` (with the verified bearer ``token`` of a team
-        server)."""
-        session = Session(secrets.token_urlsafe(32), user, token)
+        server, signed in from ``client``)."""
+        session = Session(secrets.token_urlsafe(32), user, token, client)
         with self._lock:
             self._sessions[session.id] = session
             while len(self._sessions) > self.limit:
