@@ -367,3 +367,26 @@ def test_a_read_only_key_cannot_change_and_a_revoked_key_signs_out(team: Any) ->
     gone = alice.get("/ui/list")
     assert gone.status_code == 303 and gone.headers["location"] == "/ui/signin"
     assert alice.get("/ui/list").status_code == 303  # the session is closed
+
+
+def test_smriti_ui_on_a_busy_port_says_so(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+
+    from smriti.testing.owner_load import load_env, smriti_command
+
+    env = load_env(tmp_path / "store", "alice", HOME=str(tmp_path / "home"))
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = str(busy.getsockname()[1])
+        done = subprocess.run(
+            [smriti_command(), "ui", "--port", port, "--no-browser"],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert done.returncode == 2 and done.stdout == ""
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr and "--port" in done.stderr
+    bad = subprocess.run(
+        [smriti_command(), "ui", "--port", "70000"], env=env, capture_output=True, text=True
+    )
+    assert bad.returncode == 2 and "65535" in bad.stderr

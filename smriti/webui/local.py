@@ -34,12 +34,15 @@ def run_ui(settings: Settings, port: int = 0, browser: bool = True) -> int:
     """Serve the page until SIGINT/SIGTERM; ``port`` 0 takes a free one."""
     from smriti.owner.service import open_service
 
-    service = open_service(settings, "web page", background=True)
+    sock = _bind(port)  # a busy port fails at once, before the store is opened
     try:
-        sock = _bind(port)
-        return _serve(settings, service, sock, browser)
+        service = open_service(settings, "web page", background=True)
+        try:
+            return _serve(settings, service, sock, browser)
+        finally:
+            service.close()
     finally:
-        service.close()
+        sock.close()
 
 
 def _serve(settings: Settings, service: object, sock: socket.socket, browser: bool) -> int:
