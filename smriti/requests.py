@@ -588,6 +588,18 @@ class GraphRequest(Request):
 
 
 @dataclass(frozen=True, slots=True)
+class GrowthRequest(Request):
+    """How many memories were created each month (``smriti.engine.growth``)."""
+
+    op: ClassVar[str] = "growth"
+
+    @classmethod
+    def parse(cls) -> GrowthRequest:
+        """The request."""
+        return cls()
+
+
+@dataclass(frozen=True, slots=True)
 class ClustersRequest(Request):
     """The table of the user's Leiden clusters."""
 
@@ -657,6 +669,7 @@ REQUESTS: dict[str, type[Request]] = {
         GraphRequest,
         ClustersRequest,
         DetailsRequest,
+        GrowthRequest,
     )
 }
 

@@ -86,6 +86,8 @@ SAMPLES: list[Request] = [
     requests.ReembedRequest.parse(64, True),
     requests.GraphRequest.parse(3, KEY, 1, 50),
     requests.ClustersRequest(),
+    requests.GrowthRequest(),
+    requests.DetailsRequest.parse(KEY),
 ]
 
 

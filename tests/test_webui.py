@@ -390,3 +390,21 @@ def test_smriti_ui_on_a_busy_port_says_so(tmp_path: Path) -> None:
         [smriti_command(), "ui", "--port", "70000"], env=env, capture_output=True, text=True
     )
     assert bad.returncode == 2 and "65535" in bad.stderr
+
+
+def test_counts_show_growth_month_by_month(local: Any) -> None:
+    from smriti.engine.growth import growth
+
+    browser, _, engine = local
+    for day in ("2026-01-15", "2026-01-20", "2026-03-02", "2026-03-09", "2026-03-30"):
+        store(engine, f"the garden diary entry of {day}", occurred_at=day)
+    expected = [
+        {"month": "2026-01", "added": 2, "total": 2},
+        {"month": "2026-03", "added": 3, "total": 5},
+    ]
+    assert growth(engine, page=2)["months"] == expected  # read in pages of 2
+    page = browser.get("/ui/stats").text
+    assert re.search(r'id="count-engrams">5<', page)
+    rows = re.findall(r"<tr><td>(\d{4}-\d\d)</td><td class=\"num\">(\d+)</td>", page)
+    assert rows == [("2026-03", "3"), ("2026-01", "2")]
+    assert page.count('class="bar"') == 2

@@ -29,6 +29,7 @@ from smriti.requests import (
     ForgetRequest,
     GetRequest,
     GraphRequest,
+    GrowthRequest,
     HashRequest,
     HistoryRequest,
     ImportFromRequest,
@@ -75,6 +76,7 @@ REPEATABLE: frozenset[type[Request]] = frozenset(
         GraphRequest,
         ClustersRequest,
         DetailsRequest,
+        GrowthRequest,
         GetRequest,
         HistoryRequest,
         RelatedRequest,
@@ -298,6 +300,12 @@ def _details(engine: Engine, request: DetailsRequest, progress: ProgressArg) -> 
     return memory_details(engine, request.memory_id)
 
 
+def _growth(engine: Engine, request: GrowthRequest, progress: ProgressArg) -> dict[str, Any]:
+    from smriti.engine.growth import growth
+
+    return growth(engine)
+
+
 #: The handler of each request type.
 HANDLERS: dict[type[Request], Handler] = {
     StoreRequest: _store,
@@ -324,4 +332,5 @@ HANDLERS: dict[type[Request], Handler] = {
     GraphRequest: _graph,
     ClustersRequest: _clusters,
     DetailsRequest: _details,
+    GrowthRequest: _growth,
 }

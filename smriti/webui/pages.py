@@ -17,6 +17,7 @@ from smriti.requests import (
     ClustersRequest,
     DuplicatesRequest,
     GraphRequest,
+    GrowthRequest,
     RecallRequest,
     StatsRequest,
 )
@@ -34,6 +35,8 @@ SEARCH_LIMIT = 20
 LIST_PAGE = 50
 #: Memories the graph draws unless asked (fewer than ``smriti graph``: it is drawn live).
 GRAPH_LIMIT = 300
+#: Months the growth chart shows (the latest).
+CHART_MONTHS = 36
 #: The messages a redirect after a change may show (by key: nothing from the URL is shown).
 DONE = {
     "corrected": "Corrected: this is the new version; the old one is kept in its history.",
@@ -170,7 +173,9 @@ async def clusters(ui: UI, request: Request, session: Session) -> Response:
 async def stats(ui: UI, request: Request, session: Session) -> Response:
     """Counts, the components in use, and how the memory grew month by month."""
     counts = await ui.access.run(session, StatsRequest.parse(), "read")
-    return page("stats.html", context(ui, request, session, counts=counts), base=ui.base)
+    grew = await ui.access.run(session, GrowthRequest.parse(), "read")
+    values = context(ui, request, session, counts=counts, months=grew["months"][-CHART_MONTHS:])
+    return page("stats.html", values, base=ui.base)
 
 
 # -- what the filter forms send -------------------------------------------------------------
