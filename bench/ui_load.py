@@ -11,9 +11,13 @@ script are two small cached files).
 - search: ``/ui/?q=...`` with words taken from the store's memories (recall mode);
 - list: the first page of 50, and the page after it (through its cursor);
 - memory: a memory's page (content, cues, associations, versions, cluster) for ids
-  taken from the list.
+  taken from the list;
+- with ``--all-pages``, also the pages that read the whole store, ``--slow-rounds``
+  times each: counts (with growth by month), tidy (near-duplicate groups), clusters
+  and the graph (its 300 strongest memories, laid out by igraph).
 
     uv run --all-packages --all-extras python bench/ui_load.py --size 10k
+    uv run --all-packages --all-extras python bench/ui_load.py --size 100k --all-pages
     uv run --all-packages --all-extras python bench/ui_load.py --store ~/.smriti --user alice
 
 Results: a table on stdout and JSON in bench/results/ui_load-<timestamp>.json.
@@ -77,7 +81,11 @@ def fetch(client: httpx2.Client, path: str) -> tuple[float, str]:
     return seconds, text
 
 
-def measure_pages(client: httpx2.Client, rounds: int) -> dict[str, Any]:
+#: The pages that read the whole store, timed with ``--all-pages``.
+SLOW_PAGES = ("/ui/stats", "/ui/tidy", "/ui/clusters", "/ui/graph")
+
+
+def measure_pages(client: httpx2.Client, rounds: int, slow: int = 0) -> dict[str, Any]:
     """Time every page kind; returns per-page latency summaries and sizes."""
     _, first = fetch(client, "/ui/list")  # warms the owner and the page's templates
     ids = re.findall(r'<tr class="result" data-id="([^"]+)">', first)
@@ -92,6 +100,7 @@ def measure_pages(client: httpx2.Client, rounds: int) -> dict[str, Any]:
         "list": ["/ui/list"] * rounds,
         "list_next": [following.group(1).replace("&amp;", "&")] * rounds if following else [],
         "memory": [f"/ui/memory/{ids[i % len(ids)]}" for i in range(rounds)],
+        **{path.rsplit("/", 1)[1]: [path] * slow for path in SLOW_PAGES},
     }  # fmt: skip
     out: dict[str, Any] = {}
     for name, paths in pages.items():
@@ -107,7 +116,7 @@ def measure_pages(client: httpx2.Client, rounds: int) -> dict[str, Any]:
     return out
 
 
-def run(env: dict[str, str], rounds: int) -> dict[str, Any]:
+def run(env: dict[str, str], rounds: int, slow: int = 0) -> dict[str, Any]:
     """Start the page on ``env``'s store, sign in with its one-time link, time pages."""
     proc, url, start_s = start_ui(env)
     try:
@@ -116,7 +125,7 @@ def run(env: dict[str, str], rounds: int) -> dict[str, Any]:
             opened = client.get(url)
             if opened.status_code != 200:
                 raise SystemExit(f"the one-time link was refused: {opened.status_code}")
-            pages = measure_pages(client, rounds)
+            pages = measure_pages(client, rounds, slow)
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=120)
@@ -130,24 +139,27 @@ def main() -> None:
     parser.add_argument("--db-type", default=None, help="its DB_TYPE (default: auto)")
     parser.add_argument("--size", default="10k", help="synthetic store size without --store")
     parser.add_argument("--rounds", type=int, default=30, help="requests per page kind")
+    parser.add_argument("--all-pages", action="store_true", help="also counts, tidy, graph")
+    parser.add_argument("--slow-rounds", type=int, default=5, help="requests of those pages")
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args()
     configure_logging(args.log_level)
     result: dict[str, Any] = {"benchmark": "ui_load", "machine": machine(), "rounds": args.rounds}
+    slow = args.slow_rounds if args.all_pages else 0
     if args.store:
         if not args.user:
             raise SystemExit("--store needs --user (the store's ACCESSING_USER)")
         env = {"STORAGE_LOCATION": args.store, "ACCESSING_USER": args.user}
         if args.db_type:
             env["DB_TYPE"] = args.db_type
-        result.update(store=args.store, user=args.user, **run(env, args.rounds))
+        result.update(store=args.store, user=args.user, **run(env, args.rounds, slow))
     else:
         size = parse_size(args.size)
         with tempfile.TemporaryDirectory(prefix="smriti-ui-bench-") as tmp:
             env = store_env("kuzu", size, tmp)
             imported = run_phase("import", size, env, args)
             result.update(size=size, import_s=imported["import"].get("seconds"))
-            result.update(run(env, args.rounds))
+            result.update(run(env, args.rounds, slow))
     rows = [
         (name, f"{p['p50_ms']:.1f}", f"{p['p95_ms']:.1f}", f"{p['kb']:.1f}")
         for name, p in result["pages"].items()
