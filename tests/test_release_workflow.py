@@ -102,6 +102,14 @@ def test_the_build_job_runs_the_scripts_the_test_suite_runs() -> None:
     assert "release/set_version.py --check" in runs
 
 
+def test_the_image_is_built_from_the_wheelhouse() -> None:
+    steps = workflow("release.yml")["jobs"]["container"]["steps"]
+    runs = [s.get("run", "") for s in steps]
+    uses = [s.get("uses", "") for s in steps]
+    wheelhouse = next(i for i, r in enumerate(runs) if "release/wheelhouse.py" in r)
+    assert wheelhouse < next(i for i, u in enumerate(uses) if "build-push-action" in u)
+
+
 def test_pypi_gets_trusted_publishing_in_dependency_order() -> None:
     job = workflow("release.yml")["jobs"]["pypi"]
     assert job["permissions"] == {"id-token": "write"} and job["needs"] == "build"
