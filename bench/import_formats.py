@@ -1,10 +1,11 @@
 """Import rate from other memory tools: ``smriti import --from FORMAT`` on 10,000 records.
 
-For each format (claude-code, basic-memory, mem0, mcp-memory-service), a file (or, for
-basic-memory, a folder) of ``--records`` records is written in that tool's own format
-from the synthetic corpus (``corpus.py``), then imported by the real console script into
-a fresh store, twice: **first s** / **records/s** is the first import (read, store
-through the normal store path, link), **re-run s** the second, which must add nothing.
+For each format (claude-code, basic-memory, mem0, mcp-memory-service, mcp-memory,
+markdown), a file (or, for basic-memory and markdown, a folder) of ``--records`` records
+is written in that tool's own format from the synthetic corpus (``corpus.py``), then
+imported by the real console script into a fresh store, twice: **first s** /
+**records/s** is the first import (read, store through the normal store path, link),
+**re-run s** the second, which must add nothing.
 The embedder is the built-in lexical one (no model is downloaded; ``HF_HUB_OFFLINE``),
 so the figures measure the importer and the store, not a neural embedder.
 
@@ -121,11 +122,46 @@ def mcp_memory_service(items: list[corpus.Memory], where: Path) -> Path:
     return path
 
 
+def mcp_memory(items: list[corpus.Memory], where: Path) -> Path:
+    """The reference memory server's memory.jsonl: one entity per person with their
+    memories as observations, each person related to the next."""
+    people: dict[str, list[str]] = {}
+    for item in items:
+        people.setdefault(item.person.replace(" ", "_"), []).append(item.text)
+    names = sorted(people)
+    path = where / "memory.jsonl"
+    with path.open("w", encoding="utf-8") as out:
+        for name in names:
+            entity = {"type": "entity", "name": name, "entityType": "person",
+                      "observations": people[name]}  # fmt: skip
+            out.write(json.dumps(entity) + "\n")
+        for n, name in enumerate(names):
+            relation = {"type": "relation", "from": name, "to": names[(n + 1) % len(names)],
+                        "relationType": "knows"}  # fmt: skip
+            out.write(json.dumps(relation) + "\n")
+    return path
+
+
+def markdown(items: list[corpus.Memory], where: Path) -> Path:
+    """A folder of notes, one file per topic, each memory a paragraph under a heading."""
+    folder = where / "notes"
+    folder.mkdir()
+    topics: dict[str, list[str]] = {}
+    for item in items:
+        topics.setdefault(item.topic, []).append(item.text)
+    for topic, texts in topics.items():
+        body = "\n\n".join(texts)
+        (folder / f"{topic}.md").write_text(f"# {topic}\n\n{body}\n", encoding="utf-8")
+    return folder
+
+
 WRITERS: dict[str, Callable[[list[corpus.Memory], Path], Path]] = {
     "claude-code": claude_code,
     "basic-memory": basic_memory,
     "mem0": mem0,
     "mcp-memory-service": mcp_memory_service,
+    "mcp-memory": mcp_memory,
+    "markdown": markdown,
 }
 
 
