@@ -588,6 +588,20 @@ class GraphRequest(Request):
 
 
 @dataclass(frozen=True, slots=True)
+class ConflictsRequest(Request):
+    """Groups of memories linked as possible conflicts (``smriti.engine.tidy``)."""
+
+    op: ClassVar[str] = "conflicts"
+
+    limit: int | None = None
+
+    @classmethod
+    def parse(cls, limit: object = None) -> ConflictsRequest:
+        """The request; the engine checks ``limit`` (None: its default)."""
+        return cls(limit)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
 class GrowthRequest(Request):
     """How many memories were created each month (``smriti.engine.growth``)."""
 
@@ -670,6 +684,7 @@ REQUESTS: dict[str, type[Request]] = {
         ClustersRequest,
         DetailsRequest,
         GrowthRequest,
+        ConflictsRequest,
     )
 }
 

@@ -87,6 +87,7 @@ SAMPLES: list[Request] = [
     requests.GraphRequest.parse(3, KEY, 1, 50),
     requests.ClustersRequest(),
     requests.GrowthRequest(),
+    requests.ConflictsRequest.parse(5),
     requests.DetailsRequest.parse(KEY),
 ]
 

@@ -408,3 +408,18 @@ def test_counts_show_growth_month_by_month(local: Any) -> None:
     rows = re.findall(r"<tr><td>(\d{4}-\d\d)</td><td class=\"num\">(\d+)</td>", page)
     assert rows == [("2026-03", "3"), ("2026-01", "2")]
     assert page.count('class="bar"') == 2
+
+
+def test_tidy_shows_possible_conflicts_to_merge(local: Any) -> None:
+    browser, _, engine = local
+    paris = store(engine, "I live in Paris")
+    berlin = store(engine, "I now live in Berlin, I left Paris")
+    store(engine, "Bananas are yellow")
+    page = browser.get("/ui/tidy").text
+    section = page.split('id="conflicts"', 1)[1].split("</section>", 1)[0]
+    ids = re.findall(r'<tr data-id="([^"]+)">', section)
+    assert ids == [berlin, paris]  # the newest first, kept by default
+    done = browser.post("/ui/merge", {"keep": berlin, "merge": paris})
+    assert done.status_code == 303
+    assert engine.get(paris)["memory"]["superseded_by"] == berlin
+    assert 'id="no-conflicts"' in browser.get("/ui/tidy").text

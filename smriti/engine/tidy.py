@@ -33,6 +33,8 @@ from smriti.model import Association, Engram, EngramUpdate, Link, utcnow
 if TYPE_CHECKING:
     from smriti.engine.core import Engine
 
+#: The association relation of a possible conflict (``smriti.engine.store``).
+CONFLICTS = "conflicts"
 #: Memories merged in one call, at most.
 MERGE_MAX = 50
 DEFAULT_GROUPS = 20
@@ -70,6 +72,28 @@ def duplicates_report(
         "stale_days": days,
         "stale": _stale(engine, days),
     }
+
+
+def conflicts_report(engine: Engine, limit: object = None) -> dict[str, Any]:
+    """Groups of current memories linked as possible conflicts (a memory stored while a
+    close one said something else about the same thing, ``smriti.engine.duplicates``),
+    largest first, newest memory first in each: one of them is probably out of date."""
+    count = validation.limit(DEFAULT_GROUPS if limit is None else limit, MAX_GROUPS)
+    pairs = [
+        (a.source_id, a.target_id, a.strength)
+        for a in engine.backend.iter_associations()
+        if a.relation_type == CONFLICTS and a.source_id != a.target_id
+    ]
+    groups = _groups(pairs)
+    engrams = {e.id: e for e in _engrams(engine, {m for g in groups for m in g[0]})}
+    shown: list[dict[str, Any]] = []
+    for ids, best in groups:
+        alive = sorted((engrams[i] for i in ids if i in engrams), key=_newest_first)
+        alive = [e for e in alive if not e.is_superseded]
+        if len(alive) > 1:
+            shown.append({"similarity": round(best, 4), "memories": [_brief(e) for e in alive]})
+    shown.sort(key=lambda g: (-len(g["memories"]), -g["similarity"], g["memories"][0]["id"]))
+    return {"groups": shown[:count], "more_groups": max(0, len(shown) - count)}
 
 
 def merge(engine: Engine, memory_id: object, others: object) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from smriti.model import ORIGIN_IMPORT_PREFIX
 from smriti.progress import ProgressArg
 from smriti.requests import (
     ClustersRequest,
+    ConflictsRequest,
     ConsolidateRequest,
     CorrectRequest,
     DetailsRequest,
@@ -77,6 +78,7 @@ REPEATABLE: frozenset[type[Request]] = frozenset(
         ClustersRequest,
         DetailsRequest,
         GrowthRequest,
+        ConflictsRequest,
         GetRequest,
         HistoryRequest,
         RelatedRequest,
@@ -300,6 +302,14 @@ def _details(engine: Engine, request: DetailsRequest, progress: ProgressArg) -> 
     return memory_details(engine, request.memory_id)
 
 
+def _conflicts(
+    engine: Engine, request: ConflictsRequest, progress: ProgressArg
+) -> dict[str, Any]:
+    from smriti.engine.tidy import conflicts_report
+
+    return conflicts_report(engine, request.limit)
+
+
 def _growth(engine: Engine, request: GrowthRequest, progress: ProgressArg) -> dict[str, Any]:
     from smriti.engine.growth import growth
 
@@ -333,4 +343,5 @@ HANDLERS: dict[type[Request], Handler] = {
     ClustersRequest: _clusters,
     DetailsRequest: _details,
     GrowthRequest: _growth,
+    ConflictsRequest: _conflicts,
 }

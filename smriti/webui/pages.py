@@ -15,6 +15,7 @@ from starlette.responses import Response
 from smriti.errors import InvalidInput
 from smriti.requests import (
     ClustersRequest,
+    ConflictsRequest,
     DuplicatesRequest,
     GraphRequest,
     GrowthRequest,
@@ -121,8 +122,8 @@ async def _details(ui: UI, session: Session, memory_id: str) -> dict[str, Any]:
 
 
 async def tidy(ui: UI, request: Request, session: Session) -> Response:
-    """Groups of near-duplicate memories, each with a form that merges it, and the
-    memories never recalled in a long time."""
+    """Groups of near-duplicate memories and of possible conflicts, each with a form
+    that merges it, and the memories never recalled in a long time."""
     q = request.query_params
     threshold = q.get("threshold") or None
     report = await ui.access.run(
@@ -130,7 +131,10 @@ async def tidy(ui: UI, request: Request, session: Session) -> Response:
         DuplicatesRequest.parse(None if threshold is None else _float(threshold, "threshold")),
         "read",
     )
-    values = context(ui, request, session, report=report, threshold=threshold or "")
+    conflicts = await ui.access.run(session, ConflictsRequest.parse(), "read")
+    values = context(
+        ui, request, session, report=report, conflicts=conflicts, threshold=threshold or ""
+    )
     return page("tidy.html", values, base=ui.base)
 
 
