@@ -55,6 +55,8 @@ MEMORIES = [
     ("The car's next service is due at 60,000 km", ""),
     ("Honey from the hives: 12 jars in August, labelled and stored in the cellar", "bees"),
     ("Orion's database migration must finish before the beta", "work,orion"),
+    ("I live in Leeds", "home"),
+    ("I now live in York, I left Leeds", "home"),
     (HOSTILE, "test"),
 ]
 
@@ -161,6 +163,7 @@ def test_merge_two_near_duplicates_in_the_browser(smriti_ui: str, tmp_path: Path
     with Browser(chromium()) as browser:
         browser.goto(smriti_ui)
         browser.goto(f"{site}/ui/tidy?threshold=0.8")
+        assert "York" in browser.text("#conflicts") and "Leeds" in browser.text("#conflicts")
         group = browser.text("form.group")
         assert group.count("birthday") == 2, browser.text()
         shoot(browser, shots, "tidy")
