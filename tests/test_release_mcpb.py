@@ -119,3 +119,27 @@ def test_the_packed_bundle_runs_as_its_manifest_says(tmp_path: Path) -> None:
     smoke = json.loads(done.stdout.split("smoke: ", 1)[1])
     assert smoke["smoke"] == "ok" and smoke["recalled"] >= 1
     assert smoke["version"] == MANIFEST["version"]
+
+
+async def stats_through_the_entry_point(env: dict[str, str]) -> dict[str, object]:
+    params = StdioServerParameters(
+        command=sys.executable, args=[str(ROOT / "mcpb/server/main.py")], env=env
+    )
+    with open(os.devnull, "w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+            stats = await client.call_tool("smriti_manage", {"action": "stats"})
+            assert not stats.is_error, stats
+            return stats.structured_content["stats"]
+
+
+def test_settings_left_empty_in_the_extension_mean_the_defaults(tmp_path: Path) -> None:
+    from smriti.config import Settings
+
+    env = {**os.environ, "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"}
+    env.update(
+        STORAGE_LOCATION=str(tmp_path / "store"),
+        ACCESSING_USER="",  # a blank user name is otherwise refused at startup
+        LLM_API_KEY="${user_config.llm_api_key}",  # a host that left it unexpanded
+    )
+    stats = anyio.run(stats_through_the_entry_point, env)
+    assert stats["user"] == Settings.from_env({}).accessing_user
