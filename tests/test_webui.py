@@ -423,3 +423,41 @@ def test_tidy_shows_possible_conflicts_to_merge(local: Any) -> None:
     assert done.status_code == 303
     assert engine.get(paris)["memory"]["superseded_by"] == berlin
     assert 'id="no-conflicts"' in browser.get("/ui/tidy").text
+
+
+def test_team_sign_in_with_an_oauth_access_token(tmp_path: Path) -> None:
+    from smriti.auth.principals import oauth_user
+    from smriti.auth.verifier import build_verifier
+    from smriti.mcp_server.users import UserMemories
+    from smriti.testing.issuer import LocalIssuer
+
+    issuer = LocalIssuer()
+    resource = "http://127.0.0.1:5000/mcp"
+    env = {
+        "STORAGE_LOCATION": str(tmp_path / "store"), "DB_TYPE": TEST_BACKEND,
+        "SMRITI_AUTH": "oauth", "SMRITI_OAUTH_ISSUER": issuer.url, "SMRITI_OWNER": "off",
+        "CONSOLIDATION_INTERVAL": "0", "BACKUP_SYNC_INTERVAL": "0",
+    }  # fmt: skip
+    settings = Settings.from_env(env)
+
+    def opener(settings: Settings, kind: str, **options: Any) -> LocalService:
+        return LocalService(Engine.from_settings(settings, pm=plugin_manager()).open())
+
+    verifier = build_verifier(settings, resource)
+    memories = UserMemories(settings, verifier.scopes, opener=opener)
+    try:
+        with TestClient(build_app(UI(TeamAccess(memories, verifier))), base_url=SITE) as client:
+            browser = Browser(client)
+            other = issuer.token("https://elsewhere.example/mcp", "carol")
+            assert browser.post("/ui/signin", {"key": other}, csrf=False).status_code == 401
+            signed = browser.post(
+                "/ui/signin", {"key": issuer.token(resource, "carol")}, csrf=False
+            )
+            assert signed.status_code == 303, signed.text
+            browser.take_cookie(signed)
+            page = browser.get("/ui/list")
+            expected = oauth_user(issuer.url, "carol")  # namespaced by its issuer
+            assert page.status_code == 200 and f'<span id="user">{expected}</span>' in page.text
+    finally:
+        memories.close()
+        issuer.close()
