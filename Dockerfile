@@ -20,6 +20,10 @@ RUN python3 -m venv /opt/smriti \
     && /opt/smriti/bin/smriti --version
 
 FROM ${PYTHON_IMAGE}
+# The MCP Registry's proof that this image belongs to the server of server.json.
+LABEL io.modelcontextprotocol.server.name="io.github.smriti-memory/smriti" \
+      org.opencontainers.image.title="Smriti team server" \
+      org.opencontainers.image.licenses="MIT"
 RUN groupadd --system --gid 10001 smriti \
     && useradd --system --uid 10001 --gid 10001 --home-dir /data --shell /usr/sbin/nologin smriti \
     && mkdir /data && chown 10001:10001 /data

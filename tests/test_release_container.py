@@ -52,6 +52,12 @@ def test_hadolint_passes() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_the_image_label_names_the_registry_entry() -> None:
+    name = json.loads((ROOT / "server.json").read_text())["name"]
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert f'io.modelcontextprotocol.server.name="{name}"' in dockerfile
+
+
 def test_hadolint_catches_a_root_image_with_unpinned_packages(tmp_path: Path) -> None:
     bad = (
         (ROOT / "Dockerfile")
@@ -241,6 +247,8 @@ def test_the_image_serves_http_with_keys_as_a_non_root_user(image: str, volume: 
     config = info["Config"]
     assert config["User"] == "10001:10001" and "/data" in config["Volumes"]
     assert config["Entrypoint"] == ["smriti"]
+    registry_name = json.loads((ROOT / "server.json").read_text())["name"]
+    assert config["Labels"]["io.modelcontextprotocol.server.name"] == registry_name
     assert info["Healthcheck"]["Test"] == ["CMD", "python3", "/opt/smriti/healthcheck.py"]
     print(f"image size: {info['Size'] / 1e6:.0f} MB")
     assert run(image, volume, "--version").stdout.strip() == f"smriti {VERSION}"
