@@ -461,3 +461,21 @@ def test_team_sign_in_with_an_oauth_access_token(tmp_path: Path) -> None:
     finally:
         memories.close()
         issuer.close()
+
+
+def test_the_local_page_answers_only_its_own_host(engine: Engine) -> None:
+    from smriti.webui.local import LocalGate
+
+    sessions = SessionStore()
+    gate = LocalGate(build_app(UI(LocalAccess(LocalService(engine)), sessions)), 5000)
+    token = sessions.one_time_token(engine.user)
+    for site in (SITE, "http://localhost:5000"):
+        opened = TestClient(gate, base_url=site).get(f"/ui/?token={token}x")
+        assert opened.status_code == 403 and "used already" in opened.text  # reached the page
+    for host in ("evil.example", "127.0.0.1:5001", "evil.example:5000"):
+        rebound = TestClient(gate, base_url=f"http://{host}").get(f"/ui/?token={token}")
+        assert rebound.status_code in (400, 421), host  # refused before the page
+    origin = {"origin": "http://evil.example"}
+    crossed = TestClient(gate, base_url=SITE).post("/ui/signout", headers=origin)
+    assert crossed.status_code == 403 and "Origin" in crossed.text
+    assert sessions.redeem(token) is not None  # the token was never used by those
