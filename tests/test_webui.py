@@ -479,3 +479,11 @@ def test_the_local_page_answers_only_its_own_host(engine: Engine) -> None:
     crossed = TestClient(gate, base_url=SITE).post("/ui/signout", headers=origin)
     assert crossed.status_code == 403 and "Origin" in crossed.text
     assert sessions.redeem(token) is not None  # the token was never used by those
+
+
+def test_unknown_pages_are_error_pages_with_the_headers(local: Any) -> None:
+    browser, _, _ = local
+    for answer, status in ((browser.get("/ui/nothing-here"), 404),
+                           (browser.client.put("/ui/list"), 405)):  # fmt: skip
+        assert answer.status_code == status
+        assert answer.headers["content-security-policy"] == CSP and "<h1>" in answer.text

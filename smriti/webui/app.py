@@ -110,7 +110,13 @@ def build_app(ui: UI) -> Starlette:
         Route(f"{b}/signin", _sign_in(ui), methods=["POST"]),
         Route(f"{b}/static/{{name}}", static.serve, methods=["GET"]),
     ]
-    return Starlette(routes=routes)
+
+    async def no_route(request: Request, exc: Exception) -> Response:
+        """An unknown path or method: an error page with the same headers as any page."""
+        status = int(getattr(exc, "status_code", 404))
+        return ui.error(status, "there is no such page" if status == 404 else "not allowed here")
+
+    return Starlette(routes=routes, exception_handlers={404: no_route, 405: no_route})
 
 
 def _home(ui: UI) -> Callable[[Request], Awaitable[Response]]:
