@@ -104,6 +104,10 @@ def _carried(args: argparse.Namespace) -> list[tuple[str, str]]:
             setattr(args, name, os.environ[variable].strip())
     if getattr(args, "storage", None):
         args.storage = str(Path(args.storage).expanduser().resolve())
+    if getattr(args, "user", None):
+        from smriti.backend import validate_user
+
+        validate_user(args.user)  # refused now, not in every session's capture.log
     return [(name, flag) for name, flag in _CARRIED if getattr(args, name, None)]
 
 
