@@ -480,8 +480,10 @@ class ImportFromRequest(Request):
 
 #: The formats a ``smriti_manage`` import takes inline: those whose export is one file.
 TEXT_IMPORT_FORMATS = ("mcp-memory", "mcp-memory-service", "mem0", "markdown", "claude-code")
-#: The most text one ``smriti_manage`` import takes (a larger file: ``smriti import --from``).
-MAX_IMPORT_TEXT_CHARS = 5_000_000
+#: The most text one ``smriti_manage`` import takes (a larger file: ``smriti import --from``):
+#: with its JSON escaping, a call this size stays under the 4 MiB request body an HTTP
+#: server accepts.
+MAX_IMPORT_TEXT_CHARS = 2_000_000
 
 
 @dataclass(frozen=True, slots=True)

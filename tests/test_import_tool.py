@@ -105,3 +105,16 @@ async def test_a_team_servers_import_lands_in_the_callers_memory_only(tmp_path: 
             assert {m["origin"] for m in mine} == {"import:mem0"}
         async with client(server.url, tokens["eli"]) as eli:
             assert await _listed(eli) == []
+
+
+def test_an_import_by_tool_call_is_bounded_and_names_the_command_for_more() -> None:
+    from smriti.errors import InvalidInput
+    from smriti.requests import MAX_IMPORT_TEXT_CHARS, ImportTextRequest
+
+    line = '{"type":"entity","name":"A","entityType":"t","observations":["x"]}\n'
+    fits = line * (MAX_IMPORT_TEXT_CHARS // len(line))
+    assert ImportTextRequest.parse("mcp-memory", fits).text == fits
+    with pytest.raises(InvalidInput, match="use smriti import --from mcp-memory PATH"):
+        ImportTextRequest.parse("mcp-memory", fits + line)
+    with pytest.raises(InvalidInput, match="dry_run"):
+        ImportTextRequest.parse("mem0", "[]", dry_run="maybe")
