@@ -21,6 +21,12 @@ Usage::
     uv run python bench/quality.py                       # local MiniLM (fetched if needed)
     uv run python bench/quality.py --embedder lexical    # built-in lexical embedder
     uv run python bench/quality.py --peer                # + mcp-super-memory at 5,000
+    uv run python bench/quality.py --compare "pool10:recall.POOL_PER_RESULT=10"
+
+``--compare NAME:module.CONSTANT=VALUE[,...]`` (repeatable) adds a row "Smriti NAME":
+recall with those constants of ``smriti.engine.<module>`` changed, asked each question
+right after the unchanged recall on the same store (paired: the stores differ from run
+to run, see bench/README.md).
 
 Results: tables on stdout, JSON in bench/results/quality-<timestamp>.json.
 """
@@ -28,10 +34,12 @@ Results: tables on stdout, JSON in bench/results/quality-<timestamp>.json.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +61,46 @@ from common import (  # noqa: E402
 log = structlog.get_logger("bench.quality")
 #: Extra settings of every engine (``--set KEY=VALUE``), for ablations.
 SETTINGS: dict[str, str] = {}
+#: Variants of recall measured beside it on the same stores (``--compare``): name →
+#: {(module of smriti.engine, constant): value}.
+COMPARE: dict[str, dict[tuple[str, str], float]] = {}
+#: The recall pipeline's modules whose constants ``--compare`` may change.
+TUNABLE = ("recall", "fusion", "scoring", "when", "contiguity")
 Ranker = Callable[[str], list[str]]
+
+
+def parse_compare(spec: str) -> tuple[str, dict[tuple[str, str], float]]:
+    """``NAME:module.CONSTANT=VALUE[,...]`` as (name, patches); a clear error otherwise."""
+    name, _, body = spec.partition(":")
+    patches: dict[tuple[str, str], float] = {}
+    for item in filter(None, body.split(",")):
+        key, _, value = item.partition("=")
+        module, _, constant = key.strip().partition(".")
+        target = importlib.import_module(f"smriti.engine.{module}") if module in TUNABLE else None
+        if target is None or not hasattr(target, constant):
+            raise SystemExit(f"--compare {spec!r}: {key!r} is not a constant of {TUNABLE}")
+        try:
+            patches[(module, constant)] = float(value)
+        except ValueError:
+            raise SystemExit(f"--compare {spec!r}: {value!r} is not a number") from None
+    if not name or not patches:
+        raise SystemExit(f"--compare {spec!r}: write NAME:module.CONSTANT=VALUE[,...]")
+    return name, patches
+
+
+@contextmanager
+def patched(patches: dict[tuple[str, str], float]) -> Iterator[None]:
+    """The recall pipeline with ``patches`` applied (ints stay ints), then restored."""
+    saved = {}
+    for (module, constant), value in patches.items():
+        target = importlib.import_module(f"smriti.engine.{module}")
+        saved[(target, constant)] = old = getattr(target, constant)
+        setattr(target, constant, type(old)(value) if isinstance(old, int | float) else value)
+    try:
+        yield
+    finally:
+        for (target, constant), old in saved.items():
+            setattr(target, constant, old)
 
 
 def make_embedder(kind: str, directory: str | None) -> locomo.CachingEmbedder:
@@ -189,6 +236,10 @@ def evaluate(
                     "RRF(BM25,dense)": locomo.rrf(lexical, dense),
                     "Smriti recall": recalled,
                 }
+                for name, patches in COMPARE.items():
+                    with patched(patches):
+                        found = restorer.recall(q.text, 10)
+                    rankings[f"Smriti {name}"] = [r.engram.source for r in found]
                 if variants:
                     rankings.update(variant_rankings(engine, q.text))
                 for system, ranking in rankings.items():
@@ -248,11 +299,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--peer-questions", type=int, default=300)
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--set", action="append", default=[], help="KEY=VALUE engine setting")
+    p.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        help="NAME:module.CONSTANT=VALUE[,...]: recall with these constants of smriti.engine"
+        " changed, on the same stores as the others (paired)",
+    )
     p.add_argument("--log-level", default="warning")
     args = p.parse_args(argv)
     for item in args.set:
         key, _, value = item.partition("=")
         SETTINGS[key.strip()] = value.strip()
+    COMPARE.update(parse_compare(spec) for spec in args.compare)
     configure_logging(args.log_level)
     conversations = locomo.load(args.data)
     if args.conversations:
