@@ -7,7 +7,6 @@ event never fails the hook, and ``uninstall`` gives back the file as it was."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -15,6 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from smriti.testing.console import console_env
+from smriti.testing.console import json_ok as ok
+from smriti.testing.console import run as smriti
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell hook commands")
 
@@ -35,32 +38,7 @@ WAIT = 180
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    clean = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.endswith("_API_KEY")
-        and k not in {"ACCESSING_USER", "DB_TYPE", "LOG_LEVEL", "CLAUDE_CONFIG_DIR"}
-    }
-    clean.update(
-        STORAGE_LOCATION=str(tmp_path / "store"),
-        ACCESSING_USER="asha",
-        HOME=str(tmp_path / "home"),
-        BACKUP_TYPE="none",
-        HF_HUB_OFFLINE="1",
-    )
-    return clean
-
-
-def smriti(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "smriti", *args],
-        env=env, capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> Any:
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+    return console_env(tmp_path, user="asha", drop=("CLAUDE_CONFIG_DIR",))
 
 
 def run_hook(command: str, event: object, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -7,10 +7,6 @@ be reported by line or file while the good ones are read, links between records.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,6 +23,9 @@ from smriti.importers import (
     mcp_memory_service,
     mem0,
 )
+from smriti.testing.console import console_env
+from smriti.testing.console import json_ok as _ok
+from smriti.testing.console import run as _smriti
 
 DATA = Path(__file__).parent / "data" / "importers"
 
@@ -252,34 +251,7 @@ def test_mcp_memory_service_refuses_other_files(tmp_path: Path, text: str) -> No
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     """No API keys; the store and HOME inside the test's directory; no backup."""
-    clean = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.endswith("_API_KEY") and k not in {"ACCESSING_USER", "DB_TYPE", "LOG_LEVEL"}
-    }
-    clean.update(
-        STORAGE_LOCATION=str(tmp_path / "store"),
-        ACCESSING_USER="alice",
-        HOME=str(tmp_path / "home"),
-        BACKUP_TYPE="none",
-        HF_HUB_OFFLINE="1",
-    )
-    return clean
-
-
-def _smriti(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "smriti", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-
-
-def _ok(result: subprocess.CompletedProcess[str]) -> Any:
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+    return console_env(tmp_path)
 
 
 def _import_twice(env: dict[str, str], fmt: str, path: Path) -> dict[str, Any]:

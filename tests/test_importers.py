@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from smriti.testing.console import console_env
+from smriti.testing.console import json_ok as ok
+from smriti.testing.console import run as smriti
 
 SAMPLE = Path(__file__).parent / "data" / "importers" / "mcp-memory" / "memory.jsonl"
 #: The sample's observations, plus one memory for the entity without any.
@@ -34,34 +36,7 @@ SAMPLE_TEXTS = {
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     """No API keys, no backup; storage and HOME inside the test's directory."""
-    clean = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.endswith("_API_KEY") and k not in {"ACCESSING_USER", "DB_TYPE", "LOG_LEVEL"}
-    }
-    clean.update(
-        STORAGE_LOCATION=str(tmp_path / "store"),
-        ACCESSING_USER="alice",
-        HOME=str(tmp_path / "home"),
-        BACKUP_TYPE="none",
-        HF_HUB_OFFLINE="1",
-    )
-    return clean
-
-
-def smriti(env: dict[str, str], *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "smriti", *args],
-        env={**env, **extra},
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> Any:
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+    return console_env(tmp_path)
 
 
 def memories(env: dict[str, str], **extra: str) -> list[dict[str, Any]]:
