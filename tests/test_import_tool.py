@@ -109,7 +109,11 @@ async def test_a_team_servers_import_lands_in_the_callers_memory_only(tmp_path: 
 
 def test_an_import_by_tool_call_is_bounded_and_names_the_command_for_more() -> None:
     from smriti.errors import InvalidInput
-    from smriti.requests import MAX_IMPORT_TEXT_CHARS, ImportTextRequest
+    from smriti.importers.run import TEXT_FILE_NAMES
+    from smriti.requests import MAX_IMPORT_TEXT_CHARS, TEXT_IMPORT_FORMATS, ImportTextRequest
+
+    # every format the tool takes has the file name its reader knows it by
+    assert set(TEXT_FILE_NAMES) == set(TEXT_IMPORT_FORMATS)
 
     line = '{"type":"entity","name":"A","entityType":"t","observations":["x"]}\n'
     fits = line * (MAX_IMPORT_TEXT_CHARS // len(line))
