@@ -65,7 +65,7 @@ SETTINGS: dict[str, str] = {}
 #: {(module of smriti.engine, constant): value}.
 COMPARE: dict[str, dict[tuple[str, str], float]] = {}
 #: The recall pipeline's modules whose constants ``--compare`` may change.
-TUNABLE = ("recall", "fusion", "scoring", "when", "contiguity")
+TUNABLE = ("recall", "fusion", "scoring", "when", "contiguity", "query")
 Ranker = Callable[[str], list[str]]
 
 

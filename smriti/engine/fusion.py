@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from smriti.backend import unit
+from smriti.engine.query import says_when
 from smriti.engine.when import Window
 from smriti.model import Engram, normalise_cue_name
 
@@ -59,6 +60,9 @@ QUESTION_FACTOR = 0.8
 CONTEXT_SHARE = 0.3
 #: The match type of a memory found through a neighbour in time.
 CONTEXT = "context"
+#: Added to the similarity of a memory that says when, for a question asking when
+#: (``smriti.engine.query``).
+TIME_BONUS = 0.1
 
 
 @dataclass(slots=True)
@@ -76,6 +80,8 @@ class Fusion:
     subjects: tuple[str, ...] = ()
     #: The time windows of the dates the query names (``smriti.engine.when``).
     when: tuple[Window, ...] = ()
+    #: Whether the query asks when something happened (``query.asks_when``).
+    asks_when: bool = False
 
     def similarity(self, engram_id: str, cosine: float) -> float:
         """The weighted mean of the three channels' evidence for one memory."""
@@ -117,6 +123,8 @@ class Fusion:
                 value += SUBJECT_BONUS
             if self.when and any(w.contains(pool[engram_id].created_at) for w in self.when):
                 value += DATE_BONUS
+            if self.asks_when and says_when(pool[engram_id].content):
+                value += TIME_BONUS
             own[engram_id] = value
         gain: dict[str, float] = {}
         for later, earlier in self.context:

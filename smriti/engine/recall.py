@@ -24,6 +24,7 @@ from smriti.engine.contiguity import FOLLOWS
 from smriti.engine.cursor import decode, encode
 from smriti.engine.fusion import CONTEXT, Fusion
 from smriti.engine.inflection import relaxed
+from smriti.engine.query import asks_when, subjects
 from smriti.engine.scoring import Weights, composite, recency, seed_cluster
 from smriti.engine.when import windows
 from smriti.errors import ProviderError
@@ -55,7 +56,7 @@ CUE_SIMILARITY = 0.8
 VECTOR_FLOOR = 0.2
 #: Seeds expanded per hop, edges per seed, and the most engrams a cue may encode to be
 #: followed in a hop (hub cues like "user" connect everything and explain nothing).
-HOP_SEEDS = 10
+HOP_SEEDS = 20
 HOP_EDGES = 5
 HOP_CUE_MAX_DEGREE = 50
 MAX_HOPS = 2
@@ -263,8 +264,9 @@ def associative(engine: Engine, text: str, filters: Listing) -> RecallResults:
         vector={i: _cosine(s) for i, s in seeds.vector},
         lexical=_normalised(seeds.text),
         query=vectors[0] if vectors is not None else None,
-        subjects=tuple(n for n in names if kinds[n] == "entity"),
+        subjects=subjects(text, (n for n in names if kinds[n] == "entity")),
         when=windows(text),
+        asks_when=asks_when(text),
     )
     found: dict[str, Candidate] = {}
     _merge(found, fusion.cue, "cue", 0)
