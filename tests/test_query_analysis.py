@@ -12,12 +12,15 @@ def test_subjects_drop_possessives_and_add_capitalised_names() -> None:
     assert subjects("What are Joanna’s hobbies?", []) == ("joanna",)
     # The extractor took "Jon" for an ordinary word; the capital says it is a name.
     assert subjects("When Jon has lost his job as a banker?", []) == ("jon",)
+    # Initials end like sentences: "Lewis" is left to the entity "c. s. lewis".
     assert subjects("Would Tim enjoy books by C. S. Lewis?", ["c. s. lewis"]) == (
         "c. s. lewis",
         "tim",
-        "lewis",
-    ), "single letters are no subjects"
+    )
     assert subjects("Where did she go?", []) == (), "the first word is capitalised anyway"
+    assert subjects("We camped. The kids loved it! Where did Mel go?", []) == ("mel",), (
+        "a sentence's first word is capitalised anyway"
+    )
 
 
 def test_asks_when_and_says_when() -> None:
@@ -36,16 +39,29 @@ def test_asks_when_and_says_when() -> None:
         assert not says_when(content), content
 
 
+OTHER = (
+    "Caroline: The train to the city was late again.",
+    "Caroline: My favourite book this year is about ocean currents.",
+)
+
+
 def _order(engine: Engine, query: str) -> list[str]:
     return [r.engram.content for r in engine.recall(query, limit=10)]
 
 
 def test_a_when_question_favours_the_memory_that_says_when(engine: Engine) -> None:
-    plain = "Melanie: I painted a sunrise over the lake."
-    dated = "Melanie: I painted a sunrise over the lake with the kids yesterday."
-    for text in (plain, dated, "Caroline: The train to the city was late again."):
+    plain = (
+        "Melanie: I painted a sunrise over the lake, and the colours came out better than"
+        " I had hoped."
+    )
+    dated = (
+        "Melanie: I painted a sunrise over the lake yesterday, and the kids loved mixing"
+        " the colours."
+    )
+    # Unrelated memories in between: neither painting shares the other's match in time.
+    for text in (plain, OTHER[0], dated, OTHER[1]):
         engine.store(text)
-    # Asked what, the closer wording wins; asked when, the memory that says when.
+    # Asked what, the closer wording wins (it does for "when" too, without the bonus).
     assert _order(engine, "What did Melanie paint over the lake?")[0] == plain
     assert _order(engine, "When did Melanie paint a sunrise over the lake?")[0] == dated
 

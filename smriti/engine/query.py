@@ -7,8 +7,8 @@ two common shapes of such questions: the possessive ("What are Joanna's hobbies?
 gives the entity "joanna's", which no memory starts with) and a name the extractor
 takes for an ordinary word ("Would Caroline likely ...", "When Jon has lost his job").
 ``subjects`` adds both: every entity name without its possessive, and every
-capitalised word of the question after its first (a question's first word is
-capitalised whatever it is), without its possessive.
+capitalised word of the question that does not start a sentence (a sentence's first
+word is capitalised whatever it is), without its possessive.
 
 A question asking when ("When did ...", "What year ...", "How long ago ...") is
 answered by a memory that says when: "yesterday", "last Friday", "two weeks ago",
@@ -43,6 +43,8 @@ _SAYS_WHEN = re.compile(
 #: A word of the question: a letter, then letters, digits, apostrophes and hyphens.
 _WORD = re.compile(r"[^\W\d_][\w'’-]*")
 _POSSESSIVE = re.compile(r"['’]s$")
+#: What ends a sentence (the next word is capitalised whatever it is).
+_SENTENCE_END = '.!?:;"“”'
 #: How long a name may be and still be a subject (longer spans are not names).
 MAX_NAME = 60
 
@@ -54,13 +56,16 @@ def strip_possessive(name: str) -> str:
 
 def subjects(text: str, entities: Iterable[str]) -> tuple[str, ...]:
     """The normalised names a question is about: ``entities`` (normalised entity cue
-    names) without possessives, then capitalised words of ``text`` after its first."""
+    names) without possessives, then capitalised words of ``text`` not starting a
+    sentence."""
     out: dict[str, None] = {}
     for name in entities:
         if clean := normalise_cue_name(strip_possessive(name)):
             out.setdefault(clean, None)
-    for word in _WORD.findall(text)[1:]:
-        if word[:1].isupper():
+    for match in _WORD.finditer(text):
+        word, before = match.group(0), text[: match.start()].rstrip()
+        # Every sentence's first word is capitalised, name or not.
+        if word[:1].isupper() and before and before[-1] not in _SENTENCE_END:
             clean = normalise_cue_name(strip_possessive(word.rstrip("'’-")))
             if 1 < len(clean) <= MAX_NAME:
                 out.setdefault(clean, None)
