@@ -48,6 +48,8 @@ from smriti_embedded_graph.writebehind import MemoryWrite, WriteBehind
 log = get_logger(__name__)
 
 BATCH = 2000
+#: Deleting at least this many engrams at once is checkpointed at its end.
+MASS_DELETE = BATCH
 #: Up to this many updates of the same fields go one by one through the primary key.
 SMALL_UPDATE = 32
 FTS_INDEX = "engram_fts"
@@ -295,6 +297,12 @@ class Writer:
                 deleted.extend(found)
                 if self._cues.engram_ids is not None:
                     self._cues.engram_ids.difference_update(found)
+            if len(deleted) >= MASS_DELETE:
+                # A mass deletion (consolidation's pruning) touches rows all through the
+                # tables, and its checkpoint rewrites them. Done now, that rewrite no
+                # longer coincides with the caller's next large write (consolidation's
+                # update of every memory), whose own memory it would add to.
+                self._journal.checkpoint(force=True)
         return len(deleted)
 
     def delete_orphan_cues(self) -> int:

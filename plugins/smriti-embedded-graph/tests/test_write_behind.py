@@ -255,3 +255,24 @@ def test_close_writes_what_is_queued(store_factory: Factory, tmp_path: Path) -> 
     assert backend.journal.journal_path.stat().st_size == 0
     again = store_factory("alice")
     assert _kuzu_ids(again) == [f"e0000{i}" for i in range(5)]
+
+
+def test_a_mass_deletion_is_checkpointed_at_its_end(store_factory: Factory) -> None:
+    """Pruning thousands of memories leaves no WAL for the next large write to checkpoint
+    with it; deleting a few leaves the WAL to the usual size threshold."""
+    from smriti_embedded_graph.writes import MASS_DELETE
+
+    backend = store_factory("alice")
+    engrams = [build.engram(i) for i in range(MASS_DELETE + 10)]
+    backend.import_records(engrams, [], [], [], [])
+    backend.journal.checkpoint(force=True)
+    wal = backend.journal._store.path.with_name(DB_FILE + ".wal")
+
+    def wal_bytes() -> int:
+        return wal.stat().st_size if wal.exists() else 0
+
+    assert backend.delete_engrams([e.id for e in engrams[:5]]) == 5
+    assert wal_bytes() > 0
+    assert backend.delete_engrams([e.id for e in engrams[5 : 5 + MASS_DELETE]]) == MASS_DELETE
+    assert wal_bytes() == 0
+    assert backend.count_engrams() == 5
