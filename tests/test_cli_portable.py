@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
+
+from smriti.testing.console import console_env
+from smriti.testing.console import json_ok as ok
+from smriti.testing.console import run as smriti
 
 
 @pytest.fixture
@@ -17,36 +17,7 @@ def env(tmp_path: Path) -> dict[str, str]:
     """No API keys; storage, HOME and a git backup remote inside the test's directory."""
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "init", "--quiet", "--bare", str(remote)], check=True)
-    clean = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.endswith("_API_KEY") and k not in {"ACCESSING_USER", "DB_TYPE", "LOG_LEVEL"}
-    }
-    clean.update(
-        STORAGE_LOCATION=str(tmp_path / "store"),
-        ACCESSING_USER="alice",
-        HOME=str(tmp_path / "home"),
-        BACKUP_TYPE="none",
-        GIT_BASE_URL=str(remote),
-        # the Hub is out of reach here: say so, rather than let each start find out
-        HF_HUB_OFFLINE="1",
-    )
-    return clean
-
-
-def smriti(env: dict[str, str], *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "smriti", *args],
-        env={**env, **extra},
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> Any:
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+    return {**console_env(tmp_path), "GIT_BASE_URL": str(remote)}
 
 
 def test_export_import_hash(env: dict[str, str], tmp_path: Path) -> None:
