@@ -273,6 +273,7 @@ def test_a_snapshot_is_not_used_after_a_crash_or_a_change_behind_its_back(
     crashed = _open(tmp_path)
     crashed.add_memory(build.engram(40, content="stored before the crash"), [], [])
     crashed.inner.close()  # the process dies: no snapshot is saved
+    crashed._closing.set()  # and its threads with it (else its saver keeps trying)
     with capture_logs() as logs:
         after_crash = _open(tmp_path)
     try:

@@ -103,6 +103,11 @@ INDEX_WAIT_SECONDS = 600
 # until ``retry_seconds`` have passed since the call's first failure.
 RETRY_FIRST, RETRY_CAP = 0.02, 1.0
 TOTAL_SECONDS = 5.0
+#: Seconds the server gives one read statement before it ends it. Every read here is
+#: bounded (pages, seeks, one hop) and takes milliseconds to a second; one that does not
+#: answer is stuck, and a caller (an MCP client, a store holding its duplicate-check
+#: lock) must get an answer or an error rather than wait for ever.
+READ_TIMEOUT = 60.0
 #: The smallest share assumed (a user with 1/16 of a shared index's rows, or fewer,
 #: fetches 16 times what it needs in the first stage; the second stage does the rest).
 MIN_SHARE = 1 / 16
@@ -130,11 +135,13 @@ class Neo4jBackend(StorageBackend):
         isolation: str = "tenant",
         connect_timeout: float = 10.0,
         retry_seconds: float = 15.0,
+        read_timeout: float = READ_TIMEOUT,
         vector_indexes: bool = True,
     ) -> None:
         """``vector_indexes=False`` never creates the native vector indexes (existing
         ones are still used): behind a working set they would only serve the reads
-        before it is loaded, and every store would pay for updating them."""
+        before it is loaded, and every store would pay for updating them.
+        ``read_timeout`` bounds each read statement on the server (``_run``)."""
         super().__init__(user)
         if isolation not in ("tenant", "database"):
             raise BackendError(f"NEO4J_ISOLATION={isolation!r} is invalid (tenant, database)")
@@ -146,6 +153,7 @@ class Neo4jBackend(StorageBackend):
         self.database = database if isolation == "tenant" else self.database_for(user)
         self.connect_timeout = connect_timeout
         self.retry_seconds = retry_seconds
+        self.read_timeout = read_timeout
         self.vector_indexes = vector_indexes
         self._driver: Driver | None = None
         self._vector_indexes: dict[str, _VectorIndex] = {}  # usable ones, by label
@@ -329,21 +337,29 @@ class Neo4jBackend(StorageBackend):
     def _run(self, statement: str, *, database: str | None = None, read: bool = False,
              **params: Any) -> list[Any]:  # fmt: skip
         """Run one statement in a managed (retried) transaction; return its records.
-        A read is also run again after the server's "unexpected error" (``_unexpected``)."""
+        A read is bounded by ``read_timeout`` and run again after a timeout or the
+        server's "unexpected error" (``_unexpected``): reads change nothing."""
         import neo4j
 
         routing = neo4j.RoutingControl.READ if read else neo4j.RoutingControl.WRITE
+        query = neo4j.Query(statement, timeout=self.read_timeout) if read else statement
         failed_at: float | None = None  # the retry clock starts at the first failure
         for tries in itertools.count():
             try:
                 with self._errors():
                     result = self.driver.execute_query(
-                        statement, params, database_=database or self.database, routing_=routing
+                        query, params, database_=database or self.database, routing_=routing
                     )
                 return list(result.records)
             except BackendError as exc:
                 failed_at = time.monotonic() if failed_at is None else failed_at
-                if not (read and _unexpected(exc.__cause__)) or self._retries_over(failed_at):
+                again = read and (_unexpected(exc.__cause__) or _timed_out(exc.__cause__))
+                if not again or self._retries_over(failed_at):
+                    if read and _timed_out(exc.__cause__):
+                        raise BackendError(
+                            f"Neo4j at {self.uri} (database {self.database!r}) did not answer "
+                            f"a read within {self.read_timeout:g}s ({tries + 1} tries)"
+                        ) from exc.__cause__
                     raise
                 self._note_retry(exc.__cause__, tries)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -423,8 +439,10 @@ class Neo4jBackend(StorageBackend):
             self.retries[code] += 1
         delay = min(RETRY_CAP, RETRY_FIRST * 2**attempt)
         delay -= random.uniform(0, delay / 2)
-        log.info("neo4j transaction retried", code=code, attempt=attempt + 1,
-                 delay=round(delay, 3), error=_first_line(cause))  # fmt: skip
+        # A read the server had to end is worth a warning: it points at a stuck server.
+        emit = log.warning if _timed_out(cause) else log.info
+        emit("neo4j transaction retried", code=code, attempt=attempt + 1,
+             delay=round(delay, 3), error=_first_line(cause))  # fmt: skip
         time.sleep(delay)
 
     # -- metadata --------------------------------------------------------------------------
@@ -864,6 +882,12 @@ def _unexpected(cause: BaseException | None) -> bool:
     from neo4j.exceptions import Neo4jError
 
     return isinstance(cause, Neo4jError) and cause.find_by_gql_status("50N42") is not None
+
+
+def _timed_out(cause: BaseException | None) -> bool:
+    """Whether ``cause`` is the server ending a statement at its client-given timeout."""
+    code = getattr(cause, "code", None) or ""
+    return code.startswith("Neo.ClientError.Transaction.TransactionTimedOut")
 
 
 def _split(query: Seek) -> tuple[Seek, Seek] | None:

@@ -232,8 +232,8 @@ def test_a_read_meeting_the_unexpected_error_is_run_again(
     real = backend.driver.execute_query
     planned = ["50N42", "50N42"]  # the statuses the next full-text reads fail with
 
-    def flaky(statement: str, *args: Any, **kwargs: Any) -> Any:
-        if planned and "fulltext" in statement:
+    def flaky(statement: Any, *args: Any, **kwargs: Any) -> Any:
+        if planned and "fulltext" in getattr(statement, "text", statement):  # reads are Query
             status = planned.pop(0)
             info = {"message": f"{status} injected", "description": "injected"}
             raise Neo4jError._hydrate_gql(gql_status=status, diagnostic_record={}, **info)

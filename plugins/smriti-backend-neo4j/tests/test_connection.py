@@ -1,13 +1,15 @@
-"""Startup connection checks: clear errors for a wrong password or an unreachable server."""
+"""Connection checks: clear errors for a wrong password, an unreachable server or one that
+does not finish a read."""
 
 from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from smriti_backend_neo4j.backend import Neo4jBackend
+from structlog.testing import capture_logs
 
 from smriti.backend import BackendError
 from smriti.config import Settings
@@ -85,3 +87,17 @@ def test_missing_database_is_a_clear_error(neo4j_server: ServerInfo) -> None:
     backend = neo4j_server.backend("alice", database="nosuchdb")
     with pytest.raises(BackendError, match="nosuchdb"):
         backend.open()
+
+
+def test_a_read_the_server_does_not_finish_ends_with_a_clear_error(
+    make_backend: Callable[..., Neo4jBackend],
+) -> None:
+    # A statement that runs far longer than its bound stands in for a stuck server: the
+    # read is ended by the server, run again, then reported, never waited on for ever.
+    backend = make_backend("alice", read_timeout=0.3, retry_seconds=0.5)
+    endless = "UNWIND range(1, 2000000000) AS x WITH x WHERE x < 0 RETURN count(*) AS n"
+    with capture_logs() as logs, pytest.raises(BackendError, match="did not answer a read within"):
+        backend._run(endless, read=True)
+    retried = [e for e in logs if e["event"] == "neo4j transaction retried"]
+    assert retried and all(e["log_level"] == "warning" for e in retried)
+    assert backend.count_engrams() == 0  # the connection is still good
