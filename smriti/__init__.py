@@ -76,6 +76,7 @@ def __getattr__(name: str) -> Any:
 
 hookimpl = pluggy.HookimplMarker("smriti")
 
+
 def _installed_version() -> str:
     # The version is set once, in the root pyproject.toml (see docs/releasing.md); the
     # installed distribution's metadata carries it, so nothing here can fall out of step.

@@ -80,7 +80,7 @@ SAMPLES: list[Request] = [
     requests.ExportRequest.parse("/tmp/out.jsonl", "list"),
     requests.ImportRequest.parse("/tmp/in.jsonl", True),
     requests.ImportFromRequest.parse("mcp-memory", "/tmp/memory.jsonl", True),
-    requests.ImportTextRequest.parse("mem0", "[{\"memory\": \"Likes tea\"}]", True),
+    requests.ImportTextRequest.parse("mem0", '[{"memory": "Likes tea"}]', True),
     requests.ExportToRequest.parse("mcp-memory", "/tmp/memory.jsonl"),
     requests.HashRequest(),
     requests.ReembedRequest.parse(64, True),

@@ -302,9 +302,7 @@ def _details(engine: Engine, request: DetailsRequest, progress: ProgressArg) -> 
     return memory_details(engine, request.memory_id)
 
 
-def _conflicts(
-    engine: Engine, request: ConflictsRequest, progress: ProgressArg
-) -> dict[str, Any]:
+def _conflicts(engine: Engine, request: ConflictsRequest, progress: ProgressArg) -> dict[str, Any]:
     from smriti.engine.tidy import conflicts_report
 
     return conflicts_report(engine, request.limit)
