@@ -3,8 +3,8 @@
 Recall's thresholds and fusion weights were chosen on all-MiniLM-L6-v2, whose unrelated
 texts score a cosine near 0.28 on LoCoMo; bge-small-en-v1.5 scores them near 0.62, so
 its raw cosines pass every floor and weigh more in the fused score than MiniLM's would.
-This script runs ``quality.py`` with every cosine the engine compares mapped to
-``(c - b) / (1 - b)`` (``--baseline b``) and every cosine threshold moved to match
+This script runs ``quality.py`` with the cosines recall fuses mapped to
+``(c - b) / (1 - b)`` (``--baseline b``) and the cosine thresholds moved to match
 (``b + t * (1 - b)``: recall's vector floor and cue similarity, the association,
 duplicate and conflict thresholds), so a candidate model is measured on the scale the
 engine was tuned on. ``--baseline 0`` is the unchanged engine. Usage::
