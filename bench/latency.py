@@ -112,7 +112,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--size", type=size_arg, default=10_000)
     p.add_argument("--store", type=Path, default=None, help="keep the imported store here")
-    p.add_argument("--model-dir", default=None, help="MiniLM directory (default: fetched)")
+    p.add_argument(
+        "--model-dir", default=None, help="model directory (default: the default model's, fetched)"
+    )
     p.add_argument("--runs", type=int, default=2)
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--queries", type=int, default=200)

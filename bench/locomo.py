@@ -223,6 +223,10 @@ class CachingEmbedder(Embedder):
     def dims(self) -> int | None:
         return self.inner.dims
 
+    @property
+    def similarity_baseline(self) -> float:
+        return self.inner.similarity_baseline
+
     def prime(self, texts: Sequence[str]) -> None:
         """Embed every unseen text in batches, then save the cache."""
         missing = list(dict.fromkeys(t for t in texts if t not in self.vectors))

@@ -18,7 +18,7 @@ texts, dense cosine, and their reciprocal-rank fusion (k = 60).
 
 Usage::
 
-    uv run python bench/quality.py                       # local MiniLM (fetched if needed)
+    uv run python bench/quality.py                       # the default local model (fetched)
     uv run python bench/quality.py --embedder lexical    # built-in lexical embedder
     uv run python bench/quality.py --peer                # + mcp-super-memory at 5,000
     uv run python bench/quality.py --compare "pool10:recall.POOL_PER_RESULT=10"
@@ -104,7 +104,7 @@ def patched(patches: dict[tuple[str, str], float]) -> Iterator[None]:
 
 
 def make_embedder(kind: str, directory: str | None) -> locomo.CachingEmbedder:
-    """The cached embedder all systems share: ``local`` (MiniLM) or ``lexical``."""
+    """The cached embedder all systems share: ``local`` (the default model) or ``lexical``."""
     if kind == "lexical":
         from smriti.default_plugins.lexical_embedder import LexicalEmbedder
 
@@ -289,7 +289,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Run the LoCoMo evaluation (and optionally the peer comparison)."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--embedder", choices=("local", "lexical"), default="local")
-    p.add_argument("--model-dir", default=None, help="MiniLM directory (default: fetched)")
+    p.add_argument(
+        "--model-dir", default=None, help="model directory (default: the default model's, fetched)"
+    )
     p.add_argument("--data", type=Path, default=locomo.DATA)
     p.add_argument("--conversations", default="", help="comma-separated sample ids")
     p.add_argument("--variants", action="store_true", help="scoring experiments (variants.py)")

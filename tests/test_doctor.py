@@ -83,7 +83,7 @@ def test_zero_config_is_all_ok_and_creates_no_store(env: dict[str, str], tmp_pat
         assert line(result, name).startswith("ok "), result.stdout
     store = tmp_path / "store" / "doc-user" / "memory.lbug"  # a new store: LadybugDB
     assert f"no store yet at {store}" in line(result, "store")
-    assert "local: sentence-transformers/" in line(result, "embedder")
+    assert "local: Xenova/bge-small-en-v1.5" in line(result, "embedder")
     assert "not downloaded yet" in line(result, "embedder")  # and doctor did not fetch it
     assert not (tmp_path / "cache" / "smriti").exists()
     assert "heuristic" in line(result, "cue extractor")

@@ -54,14 +54,15 @@ MEANINGS: dict[str, str] = {
     "PRUNE_DECAY_THRESHOLD": "Consolidation deletes memories whose decay is below this...",
     "PRUNE_IMPORTANCE_THRESHOLD": "...and whose importance is below this.",
     "INDEX_THRESHOLD": "Memories after which vector and full-text indexes are created.",
-    "ASSOCIATION_THRESHOLD": "Cosine above which a new memory is linked to an existing one.",
+    "ASSOCIATION_THRESHOLD": "Similarity (cosine on the common scale, see the local embedder's "
+    "README) above which a new memory is linked to an existing one.",
     "ASSOCIATION_TOP_K": "Most associations made for one new memory.",
-    "DEDUP_THRESHOLD": "Cosine at or above which an existing memory is reported in "
-    "near_duplicates and linked to a new one, which is stored either way; only a repeat (the "
+    "DEDUP_THRESHOLD": "Similarity (common scale) at or above which an existing memory is reported "
+    "in near_duplicates and linked to a new one, which is stored either way; only a repeat (the "
     "same text after normalising Unicode, case, spacing and punctuation) is merged; off: no "
     "near-duplicate reports, and repeats are stored again too.",
-    "CONFLICT_THRESHOLD": "Cosine at or above which a new memory sharing a cue with an "
-    "existing one but saying something else is reported in possible_conflicts (0.2 lower "
+    "CONFLICT_THRESHOLD": "Similarity (common scale) at or above which a new memory sharing a cue "
+    "with an existing one but saying something else is reported in possible_conflicts (0.2 lower "
     "when the new text says something changed: now, no longer, moved...).",
     "CONTIGUITY_SECONDS": "A new memory stored within this many seconds of the previous one "
     "(same user) follows it: recall raises the memories just before and after a strong "

@@ -14,7 +14,7 @@ import pluggy
 from smriti.backend import StorageBackend, WriteGate
 from smriti.backup import SyncReport
 from smriti.config import Settings, validate_user
-from smriti.embedding import Embedder
+from smriti.embedding import Embedder, SimilarityScale
 from smriti.engine import components, versions
 from smriti.engine.background import Background
 from smriti.engine.consolidate import ConsolidationReport, consolidate
@@ -374,6 +374,12 @@ class Engine:
             vectors = self.embedder.embed(list(texts))
         return vectors
 
+    @property
+    def scale(self) -> SimilarityScale:
+        """The embedder's cosines on the engine's common scale (read after embedding:
+        the first embedding may swap in the store's own embedder)."""
+        return SimilarityScale(self.embedder.similarity_baseline)
+
     def _check_model(self) -> None:
         """Compare the store's embedding model with the embedder, once.
 
@@ -407,6 +413,15 @@ class Engine:
             "run `smriti reembed` to move the store to the configured model, or restore "
             "the previous embedding settings"
         )
+        own = self.configured_embedder.for_model(stored)
+        if own is not None:
+            log.warning(
+                "this store was embedded with an earlier model than the configured one; "
+                f"keeping it for this store: {advice}",
+                store_model=stored,
+                configured_model=current,
+            )
+            return own
         if self.settings.embedder == "auto":
             maker = stored.split(":", 1)[0]  # a model id begins with its embedder's name
             for cls in self.registry.unique("embedder"):

@@ -7,7 +7,8 @@ both worded like the query and close to it in meaning beats one that is only eit
 The cosine is exact for every memory in the loaded pool (read from its embedding when
 the vector channel did not return it); before the pool is loaded, a hit outside the
 vector channel's top k is given the lowest cosine that channel returned, which it
-cannot exceed.
+cannot exceed. Cosines count on the engine's common scale (``Engine.scale``), so the
+weights suit every embedding model.
 
 A memory whose subject the query names gains ``SUBJECT_BONUS``: its text starts with
 an entity the query names ("Melanie: ..." for a question about Melanie, "Alice prefers
@@ -39,6 +40,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from smriti.backend import unit
+from smriti.embedding import SimilarityScale
 from smriti.engine.query import says_when
 from smriti.engine.when import Window
 from smriti.model import Engram, normalise_cue_name
@@ -82,12 +84,14 @@ class Fusion:
     when: tuple[Window, ...] = ()
     #: Whether the query asks when something happened (``query.asks_when``).
     asks_when: bool = False
+    #: Puts the embedder's cosines on the common scale the weights were chosen on.
+    scale: SimilarityScale = field(default_factory=SimilarityScale)
 
     def similarity(self, engram_id: str, cosine: float) -> float:
         """The weighted mean of the three channels' evidence for one memory."""
         vector_weight = VECTOR_WEIGHT if self.query is not None else 0.0
         return (
-            vector_weight * max(0.0, cosine)
+            vector_weight * max(0.0, self.scale.common(cosine))
             + LEXICAL_WEIGHT * self.lexical.get(engram_id, 0.0)
             + CUE_WEIGHT * self.cue.get(engram_id, 0.0)
         ) / (vector_weight + LEXICAL_WEIGHT + CUE_WEIGHT)
@@ -98,10 +102,10 @@ class Fusion:
         floor = min(self.vector.values(), default=0.0)
         vector_weight = VECTOR_WEIGHT if self.query is not None else 0.0
         total = vector_weight + LEXICAL_WEIGHT + CUE_WEIGHT
-        vector, lexical, cue = self.vector, self.lexical, self.cue
+        vector, lexical, cue, common = self.vector, self.lexical, self.cue, self.scale.common
         for engram_id, candidate in found.items():
             if candidate.hop == 0:
-                cosine = max(0.0, vector.get(engram_id, floor))
+                cosine = max(0.0, common(vector.get(engram_id, floor)))
                 candidate.similarity = (
                     vector_weight * cosine
                     + LEXICAL_WEIGHT * lexical.get(engram_id, 0.0)

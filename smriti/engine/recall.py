@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from smriti.backend import Expand, Listing, Neighbourhood, Seeds, Seek, list_key, unit
+from smriti.embedding import SimilarityScale
 from smriti.engine.contiguity import FOLLOWS
 from smriti.engine.cursor import decode, encode
 from smriti.engine.fusion import CONTEXT, Fusion
@@ -49,6 +50,8 @@ CUE_FANOUT = 50
 #: Cue-embedding matches per query cue, and the similarity they need.
 CUE_NEIGHBOURS = 3
 CUE_SIMILARITY = 0.8
+#: (Every cosine threshold and weight here is on the engine's common scale,
+#: ``Engine.scale``; a query to the backend carries it back on the embedder's own.)
 #: A vector hit below this similarity is not a direct hit (it may still come as a hop),
 #: and ``search`` mode returns nothing below it. With the built-in lexical embedder on
 #: LoCoMo turns, a two-word query reaches it for 0.4 % of the memories sharing no term
@@ -171,7 +174,8 @@ def search(engine: Engine, text: str, filters: Listing) -> RecallResults:
         seeds = engine.backend.seek(Seek(k=k, text=text, memory_type=kind))
         found = _loaded(engine, _normalised(seeds.text), "lexical", filters)
         return found.mark_degraded(warning)
-    query = Seek(k=k, vector=vector, vector_floor=VECTOR_FLOOR, memory_type=kind)
+    floor = engine.scale.raw(VECTOR_FLOOR)
+    query = Seek(k=k, vector=vector, vector_floor=floor, memory_type=kind)
     hits = {i: _cosine(s) for i, s in engine.backend.seek(query).vector}
     results = _loaded(engine, hits, "vector", filters)
     if len(results) < limit and _narrow(filters):
@@ -206,12 +210,13 @@ def scan(
     similarity to the query (at least VECTOR_FLOOR), leaving out ids in ``have``."""
     listed = engine.backend.list_page(replace(filters, limit=FILTER_SCAN, after=None))
     query = unit(vector)
+    floor = engine.scale.raw(VECTOR_FLOOR)
     out: dict[str, Candidate] = {}
     for e in listed:
         if e.id in have or e.embedding is None:
             continue
         sim = _cosine(float(unit(e.embedding) @ query))
-        if sim >= VECTOR_FLOOR:
+        if sim >= floor:
             out[e.id] = Candidate(sim, "vector", 0)
     return out
 
@@ -242,31 +247,33 @@ def associative(engine: Engine, text: str, filters: Listing) -> RecallResults:
     except ProviderError as exc:
         warning, vectors = outage_warning(exc), None
         log.warning("embedding failed; recall uses cue names and lexical matching", error=str(exc))
+    scale = engine.scale
     seeds = engine.backend.seek(
         Seek(
             k=SEEK_PER_RESULT * limit,
             vector=vectors[0] if vectors is not None else None,
-            vector_floor=VECTOR_FLOOR,
+            vector_floor=scale.raw(VECTOR_FLOOR),
             # Questions inflect their verbs unlike the statements that answer them.
             text=relaxed(text),
             memory_type=memory_type,
             cue_names=names,
             cue_vectors=vectors[1:] if vectors is not None and fuzzy else None,
             cue_neighbours=CUE_NEIGHBOURS,
-            cue_similarity=CUE_SIMILARITY,
+            cue_similarity=scale.raw(CUE_SIMILARITY),
             cue_fanout=CUE_FANOUT,
         )
     )
     # ... and a stored name is never reached through a query cue's embedding.
     seeds.cues = [m for m in seeds.cues if m.similarity >= 1.0 or m.cue_type != "entity"]
     fusion = Fusion(
-        cue=cue_hits(seeds, len(names)),
+        cue=cue_hits(seeds, len(names), scale),
         vector={i: _cosine(s) for i, s in seeds.vector},
         lexical=_normalised(seeds.text),
         query=vectors[0] if vectors is not None else None,
         subjects=subjects(text, (n for n in names if kinds[n] == "entity")),
         when=windows(text),
         asks_when=asks_when(text),
+        scale=scale,
     )
     found: dict[str, Candidate] = {}
     _merge(found, fusion.cue, "cue", 0)
@@ -282,7 +289,9 @@ def associative(engine: Engine, text: str, filters: Listing) -> RecallResults:
     return results.mark_degraded(warning) if warning else results
 
 
-def cue_hits(seeds: Seeds, asked: int = 0) -> dict[str, float]:
+def cue_hits(
+    seeds: Seeds, asked: int = 0, scale: SimilarityScale | None = None
+) -> dict[str, float]:
     """Engrams reached from the query's matched cues, IDF-weighted, scaled to [0, 1].
 
     The scale is the weight of every matched cue plus, for each of the ``asked`` query
@@ -292,7 +301,8 @@ def cue_hits(seeds: Seeds, asked: int = 0) -> dict[str, float]:
     """
     if not seeds.cues:
         return {}
-    weights = {m.cue_id: m.similarity * idf(m.degree, seeds.total) for m in seeds.cues}
+    common = (scale or SimilarityScale()).common
+    weights = {m.cue_id: common(m.similarity) * idf(m.degree, seeds.total) for m in seeds.cues}
     scores: dict[str, float] = {}
     for match in seeds.cues:
         for engram_id, strength in match.engrams:

@@ -274,10 +274,13 @@ def deduplicated(engine: Engine, existing: Engram, weight: float, tags: list[str
 
 def nearest(engine: Engine, vector: np.ndarray) -> list[tuple[Engram, float]]:
     """The new memory's nearest existing memories above the lowest bar any check needs,
-    read with the fields those checks use (one round trip on a server backend)."""
+    read with the fields those checks use (one round trip on a server backend), each
+    with its cosine on the engine's common scale (``Engine.scale``), where the
+    thresholds are."""
     k = max(engine.settings.association_top_k, duplicates.NEIGHBOURS)
-    hits = engine.backend.nearest_engrams(vector, k, duplicates.floor(engine))
-    return [(e, float(score)) for e, score in hits]
+    scale = engine.scale
+    hits = engine.backend.nearest_engrams(vector, k, scale.raw(duplicates.floor(engine)))
+    return [(e, scale.common(float(score))) for e, score in hits]
 
 
 def stored_outcome(engine: Engine, memory_id: str) -> StoreOutcome | None:

@@ -25,7 +25,14 @@ from typing import ClassVar
 import numpy as np
 
 from smriti import ConfigError, Embedder, Progress, ProviderError, get_logger
-from smriti_embedder_local.pinned import ModelSpec, ModelUnavailable, ensure_cached, record_error
+from smriti_embedder_local.baselines import baseline_of
+from smriti_embedder_local.pinned import (
+    ModelSpec,
+    ModelUnavailable,
+    ensure_cached,
+    known_spec,
+    record_error,
+)
 
 log = get_logger(__name__)
 
@@ -105,6 +112,32 @@ class PinnedModelEmbedder(Embedder):
         """The pinned model's dimension; the fallback's once the model has failed."""
         active = self._active()
         return active.dims if active is not None else self.spec.dims
+
+    @property
+    def similarity_baseline(self) -> float:
+        """The pinned model's baseline; the fallback's once the model has failed."""
+        active = self._active()
+        if active is not None:
+            return active.similarity_baseline
+        if self.spec.similarity_baseline is not None:
+            return self.spec.similarity_baseline
+        return baseline_of(self.spec.onnx_file.sha256[:12])
+
+    def for_model(self, model_id: str) -> Embedder | None:
+        """The pinned model that makes ``model_id`` (an earlier default's, for a store
+        embedded with it), loaded like this one but with no fallback: a store's vectors
+        must never be mixed with another model's. None when no pinned model does."""
+        spec = known_spec(model_id, self._env)
+        if spec is None or spec == self.spec:
+            return None
+        return PinnedModelEmbedder(
+            spec,
+            self.root,
+            self._env,
+            threads=self._threads,
+            allow_fallback=False,
+            timeout=self.timeout,
+        )
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed with the model, waiting for it to load; the fallback if it failed."""

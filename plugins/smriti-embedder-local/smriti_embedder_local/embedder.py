@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from smriti import ConfigError, Embedder, ProviderError, get_logger
+from smriti_embedder_local.baselines import baseline_of
 from smriti_embedder_local.deferred import (
     PinnedModelEmbedder,
 )
@@ -78,10 +79,17 @@ class LocalEmbedder(Embedder):
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._lock = threading.Lock()
         self._dims = int(self._run(["dimension probe"]).shape[1])
-        self._model_id = f"local:{files.name}:{files.fingerprint()}:{self._dims}"
+        fingerprint = files.fingerprint()
+        self._model_id = f"local:{files.name}:{fingerprint}:{self._dims}"
+        self._baseline = (
+            baseline_of(fingerprint)
+            if files.similarity_baseline is None
+            else files.similarity_baseline
+        )
         log.info(
             "local embedding model loaded",
             model=self._model_id,
+            similarity_baseline=self._baseline,
             threads=options.intra_op_num_threads,
         )
 
@@ -133,6 +141,11 @@ class LocalEmbedder(Embedder):
     def model_id(self) -> str:
         """``local:<model name>:<ONNX sha256 prefix>:<dims>``."""
         return self._model_id
+
+    @property
+    def similarity_baseline(self) -> float:
+        """The baseline of these weights (``baselines.KNOWN_BASELINES``), else 0."""
+        return self._baseline
 
     @property
     def dims(self) -> int:

