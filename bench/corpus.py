@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
 from smriti.default_plugins.heuristic_extractor import HeuristicExtractor
-from smriti.embedding import Embedder
+from smriti.embedding import Embedder, SimilarityScale
 from smriti.engine.store import clean_cues
 from smriti.model import Association, CoOccurrence, Cue, Engram, Link, normalise_cue_name
 
@@ -418,13 +419,19 @@ def records(items: list[Memory], embedder: Embedder, seed: int = 3) -> Records:
     for cue, vec in zip(cues, cue_vecs, strict=True):
         cue.embedding = vec
     co = [CoOccurrence(a, b, float(n)) for (a, b), n in pairs.items()]
-    return Records(engrams, cues, links, associations(items, vectors, rng), co)
+    common = SimilarityScale(embedder.similarity_baseline).common
+    return Records(engrams, cues, links, associations(items, vectors, rng, common), co)
 
 
 def associations(
-    items: list[Memory], vectors: np.ndarray, rng: np.random.Generator
+    items: list[Memory],
+    vectors: np.ndarray,
+    rng: np.random.Generator,
+    common: Callable[[float], float] = float,
 ) -> list[Association]:
-    """Each memory linked to its most similar among a sample of earlier same-topic ones."""
+    """Each memory linked to its most similar among a sample of earlier same-topic ones,
+    with the strength the engine would give it (``common``: its cosine on the engine's
+    common scale, ``Engine.scale``)."""
     by_topic: dict[str, list[int]] = {}
     out: list[Association] = []
     for i, item in enumerate(items):
@@ -435,6 +442,7 @@ def associations(
             sims = vectors[sample] @ vectors[i]
             for j in np.argsort(-sims)[:ASSOCIATIONS_PER_MEMORY]:
                 target = int(sample[j])
-                out.append(Association(f"m{i:07d}", f"m{target:07d}", float(max(sims[j], 0.0))))
+                strength = max(common(float(sims[j])), 0.0)
+                out.append(Association(f"m{i:07d}", f"m{target:07d}", strength))
         earlier.append(i)
     return out

@@ -104,7 +104,11 @@ def one_round(store: Path, size: int, model: Path, args: argparse.Namespace) -> 
                 store_s.append(time.perf_counter() - started)
         finally:
             engine.close()
-    return {"recall": latency_summary(recall_s), "store": latency_summary(store_s)}
+    return {
+        "recall": latency_summary(recall_s),
+        "store": latency_summary(store_s),
+        "model": engine.embedder.model_id,
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -129,8 +133,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         if not store.exists():
             build(store, args.size, model)
         rounds = []
+        model_id = ""
         for n in range(args.runs):
             row = one_round(store, args.size, model, args)
+            model_id = row.pop("model")
             rounds.append(row)
             print(
                 f"{args.label} round {n + 1}: recall p50/p95 {row['recall']['p50_ms']}"
@@ -138,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 f" / {row['store']['p95_ms']} ms",
                 flush=True,
             )
-    payload = {"machine": machine(), "args": vars(args), "rounds": rounds}
+    payload = {"machine": machine(), "args": vars(args), "model": model_id, "rounds": rounds}
     print(f"results: {write_results('latency', payload, args.out)}")
 
 

@@ -153,6 +153,8 @@ class Engine:
             helper.shutdown(wait=True)
         self.backend.close()
         self.embedder.close()
+        if self.configured_embedder is not self.embedder:  # the store kept its own model
+            self.configured_embedder.close()
         self.extractor.close()
         self.backup.close()
         self.is_open = False

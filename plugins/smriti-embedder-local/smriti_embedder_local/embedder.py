@@ -51,6 +51,10 @@ class LocalEmbedder(Embedder):
     description: ClassVar[str] = "local ONNX sentence embeddings (onnxruntime, no torch)"
     #: Texts per onnxruntime call; texts are sorted by length so padding stays small.
     batch_size: ClassVar[int] = 16
+    #: What one more onnxruntime call costs, in padded token rows: a text joins a batch
+    #: of shorter ones only while padding them to its length costs less (a question and
+    #: its short cue names run as two calls, not as one padded to the question).
+    call_tokens: ClassVar[int] = 16
     declared_settings = SETTINGS
 
     def __init__(self, files: ModelFiles, *, threads: int | None = None) -> None:
@@ -157,11 +161,26 @@ class LocalEmbedder(Embedder):
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not a single string")
         out = np.zeros((len(texts), self._dims), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), self.batch_size):
-            rows = order[start : start + self.batch_size]
+        if not texts:
+            return out
+        for rows in self._batches(texts):
             out[rows] = self._run([texts[i] for i in rows])
         return out
+
+    def _batches(self, texts: Sequence[str]) -> list[list[int]]:
+        """Indices of ``texts`` in batches of similar token length, shortest first."""
+        encodings = self._tokenizer.encode_batch([t if t.strip() else " " for t in texts])
+        lengths = [sum(e.attention_mask) for e in encodings]
+        batches: list[list[int]] = []
+        batch: list[int] = []
+        for i in sorted(range(len(texts)), key=lambda i: lengths[i]):
+            padding = len(batch) * (lengths[i] - lengths[batch[-1]]) if batch else 0
+            if batch and (len(batch) >= self.batch_size or padding > self.call_tokens):
+                batches.append(batch)
+                batch = []
+            batch.append(i)
+        batches.append(batch)
+        return batches
 
     def close(self) -> None:
         """Nothing to release: the session is freed with the object."""
