@@ -75,7 +75,7 @@ class Embedder(ABC):
         """The cosine this model gives unrelated texts, put at zero of the engine's scale.
 
         Models differ in how far apart they place unrelated texts: all-MiniLM-L6-v2
-        gives them about 0.28, bge-small-en-v1.5 about 0.62. The engine's thresholds
+        gives them about 0.29, bge-small-en-v1.5 about 0.63. The engine's thresholds
         (``ASSOCIATION_THRESHOLD``, ``DEDUP_THRESHOLD``, ``CONFLICT_THRESHOLD``, recall's
         floors) and its fusion weights are on one common scale, the scale this baseline
         maps a model onto (``SimilarityScale``): a cosine ``c`` counts as
@@ -110,7 +110,7 @@ class SimilarityScale:
         self.baseline = float(baseline)
 
     def common(self, cosine: float) -> float:
-        """The model's cosine on the common scale (1 stays 1; unrelated texts near 0.28)."""
+        """The model's cosine on the common scale (1 stays 1; unrelated texts near 0.29)."""
         if self.baseline == 0.0:
             return cosine
         return (cosine - self.baseline) / (1.0 - self.baseline)

@@ -170,7 +170,7 @@ DEFAULT_SPEC = ModelSpec(
     max_length=512,
 )
 
-# The default model until 0.x: sentence-transformers/all-MiniLM-L6-v2 at commit
+# The default model of 0.1.0: sentence-transformers/all-MiniLM-L6-v2 at commit
 # 1110a243..., fp32 ONNX export. Kept so that a store embedded with it goes on working
 # (``PREVIOUS_SPECS``) until ``smriti reembed`` moves it to the default.
 # Provenance of the values (huggingface.co is not reachable from where this was written):
