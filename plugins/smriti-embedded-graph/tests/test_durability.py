@@ -127,6 +127,9 @@ def test_queued_memories_wait_for_room_and_are_listed_meanwhile(
     path = tmp_path / "alice" / DB_FILE
     with _opened(path) as backend:
         backend.add_memory(build.engram(1), [], [])
+        # Let its background write finish (on a busy machine it may not have run yet, and
+        # run later it would write the next memory too): the writer runs one task at a time.
+        backend.journal._writer.submit(lambda: None).result()
         backend.journal._write_in_background = lambda: None  # type: ignore[method-assign]
         correction = build.engram(2, supersedes="e00001", tags=["fixed"])
         backend.add_memory(correction, [], [])
