@@ -19,6 +19,7 @@ KNOWN_BASELINES: dict[str, float] = {
 }
 
 
-def baseline_of(fingerprint: str) -> float:
-    """The baseline of the weights with this fingerprint, 0 when they are not known."""
-    return KNOWN_BASELINES.get(fingerprint, 0.0)
+def baseline_of(fingerprint: str, stated: float | None = None) -> float:
+    """``stated`` when a spec or model directory gives one, else the baseline of the
+    weights with this fingerprint, else 0."""
+    return stated if stated is not None else KNOWN_BASELINES.get(fingerprint, 0.0)

@@ -119,9 +119,7 @@ class PinnedModelEmbedder(Embedder):
         active = self._active()
         if active is not None:
             return active.similarity_baseline
-        if self.spec.similarity_baseline is not None:
-            return self.spec.similarity_baseline
-        return baseline_of(self.spec.onnx_file.sha256[:12])
+        return baseline_of(self.spec.onnx_file.sha256[:12], self.spec.similarity_baseline)
 
     def for_model(self, model_id: str) -> Embedder | None:
         """The pinned model that makes ``model_id`` (an earlier default's, for a store

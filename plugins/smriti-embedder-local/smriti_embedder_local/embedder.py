@@ -79,17 +79,13 @@ class LocalEmbedder(Embedder):
         pad_id, pad_token = _pad(self._tokenizer)
         self._tokenizer.no_padding()  # tokenizer.json may pad to a fixed length
         self._tokenizer.enable_truncation(max_length=files.max_length)
-        self._tokenizer.enable_padding(pad_id=pad_id, pad_token=pad_token)
+        self._tokenizer.enable_padding(direction="right", pad_id=pad_id, pad_token=pad_token)
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._lock = threading.Lock()
         self._dims = int(self._run(["dimension probe"]).shape[1])
         fingerprint = files.fingerprint()
         self._model_id = f"local:{files.name}:{fingerprint}:{self._dims}"
-        self._baseline = (
-            baseline_of(fingerprint)
-            if files.similarity_baseline is None
-            else files.similarity_baseline
-        )
+        self._baseline = baseline_of(fingerprint, files.similarity_baseline)
         log.info(
             "local embedding model loaded",
             model=self._model_id,
@@ -163,17 +159,19 @@ class LocalEmbedder(Embedder):
         out = np.zeros((len(texts), self._dims), dtype=np.float32)
         if not texts:
             return out
-        for rows in self._batches(texts):
-            out[rows] = self._run([texts[i] for i in rows])
+        encodings = self._encode(texts)  # once: padded to the longest, cut per batch
+        lengths = [sum(e.attention_mask) for e in encodings]
+        for rows in self._batches(lengths):
+            width = max(lengths[i] for i in rows)
+            out[rows] = self._infer([encodings[i] for i in rows], width)
         return out
 
-    def _batches(self, texts: Sequence[str]) -> list[list[int]]:
-        """Indices of ``texts`` in batches of similar token length, shortest first."""
-        encodings = self._tokenizer.encode_batch([t if t.strip() else " " for t in texts])
-        lengths = [sum(e.attention_mask) for e in encodings]
+    def _batches(self, lengths: Sequence[int]) -> list[list[int]]:
+        """Indices of texts of these token ``lengths`` in batches of similar length,
+        shortest first."""
         batches: list[list[int]] = []
         batch: list[int] = []
-        for i in sorted(range(len(texts)), key=lambda i: lengths[i]):
+        for i in sorted(range(len(lengths)), key=lambda i: lengths[i]):
             padding = len(batch) * (lengths[i] - lengths[batch[-1]]) if batch else 0
             if batch and (len(batch) >= self.batch_size or padding > self.call_tokens):
                 batches.append(batch)
@@ -185,10 +183,18 @@ class LocalEmbedder(Embedder):
     def close(self) -> None:
         """Nothing to release: the session is freed with the object."""
 
+    def _encode(self, texts: Sequence[str]) -> list[Any]:
+        return self._tokenizer.encode_batch([t if t.strip() else " " for t in texts])
+
     def _run(self, texts: list[str]) -> np.ndarray:
-        encodings = self._tokenizer.encode_batch([t if t.strip() else " " for t in texts])
-        ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
-        mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
+        encodings = self._encode(texts)
+        return self._infer(encodings, len(encodings[0].ids))
+
+    def _infer(self, encodings: Sequence[Any], width: int) -> np.ndarray:
+        """Run the model on ``encodings`` cut to ``width`` tokens (their padding is on
+        the right, so only padding is cut)."""
+        ids = np.asarray([e.ids[:width] for e in encodings], dtype=np.int64)
+        mask = np.asarray([e.attention_mask[:width] for e in encodings], dtype=np.int64)
         feed: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = np.zeros_like(ids)
