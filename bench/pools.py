@@ -19,6 +19,13 @@ Usage::
     uv run python bench/pools.py --conversations conv-26,conv-41,conv-43 \\
         --dump /tmp/pools.json                 # recall once, keep the pools, rescore
     uv run python bench/pools.py --pools /tmp/pools.json   # rescore a kept dump
+    uv run python bench/pools.py --pools /tmp/hold.json --fit /tmp/tune.json
+
+``--fit DUMP`` adds the rule "learned": a logistic regression of whether a candidate is
+a gold turn on all of its evidence and the engine's own score, fitted on another dump's
+pools (balanced classes, L2). It asks how much better the evidence recall already has
+could be weighed: fitted on one half and applied to the other, it is the headroom a
+re-weighting of that evidence would find on conversations it was not tuned on.
 
 Results: tables on stdout, JSON in bench/results/pools-<timestamp>.json.
 """
@@ -208,7 +215,40 @@ def rules() -> dict[str, Rule]:
     }
 
 
-def report(rows: list[dict[str, Any]]) -> dict[str, Any]:
+#: The evidence a learned rule weighs (``--fit``), in this order.
+FEATURES = ("cos", "lex", "cue", "leads", "says_when", "asks", "in_vector", "sim", "score")
+
+
+def _features(c: dict[str, Any]) -> list[float]:
+    hopped = c["hop"] > 0 and c["match"] != "context"
+    return [float(c[k]) for k in FEATURES] + [float(hopped), float(c["match"] == "context")]
+
+
+def learned(train: list[dict[str, Any]], l2: float = 1e-3, steps: int = 3000) -> Rule:
+    """A logistic regression of "is a gold turn" on each candidate's evidence, fitted on
+    ``train``'s pools by gradient descent (features standardised, classes balanced)."""
+    import numpy as np
+
+    x = np.array([_features(c) for r in train for c in r["pool"]], dtype=np.float64)
+    y = np.array([c["source"] in set(r["gold"]) for r in train for c in r["pool"]], float)
+    mean, spread = x.mean(axis=0), x.std(axis=0) + 1e-9
+    z = (x - mean) / spread
+    share = y.mean()
+    balance = np.where(y == 1.0, 0.5 / share, 0.5 / (1.0 - share))
+    w, b = np.zeros(z.shape[1]), 0.0
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-(z @ w + b)))
+        grad = (p - y) * balance
+        w -= 0.5 * (z.T @ grad / len(y) + l2 * w)
+        b -= 0.5 * float(grad.mean())
+
+    def rule(c: dict[str, Any], row: dict[str, Any]) -> float:
+        return float(((np.array(_features(c)) - mean) / spread) @ w)
+
+    return rule
+
+
+def report(rows: list[dict[str, Any]], extra: dict[str, Rule] | None = None) -> dict[str, Any]:
     """Metrics of every rule, printed per category; the pool coverage of the gold."""
     reproduced = sum(ranked(r, rules()["engine"])[:10] == r["top10"] for r in rows)
     print(f"engine order reproduces recall's top 10 for {reproduced} of {len(rows)} questions")
@@ -220,7 +260,7 @@ def report(rows: list[dict[str, Any]]) -> dict[str, Any]:
         counts[1] += len(r["gold"])
     print("gold turns in the scored pool:", {k: f"{a} of {b}" for k, (a, b) in inside.items()})
     results = {}
-    for name, rule in rules().items():
+    for name, rule in {**rules(), **(extra or {})}.items():
         tally = locomo.Tally()
         for r in rows:
             tally.add(r["category"], locomo.scores(ranked(r, rule), set(r["gold"])))
@@ -237,6 +277,7 @@ def main() -> None:
     p.add_argument("--conversations", default="", help="comma-separated sample ids")
     p.add_argument("--dump", type=Path, help="recall, write the pools here, then rescore")
     p.add_argument("--pools", type=Path, help="rescore the pools written by --dump")
+    p.add_argument("--fit", type=Path, help="also rank by a rule learned on this dump")
     p.add_argument("--out", type=Path, default=None, help="figures JSON (default bench/results)")
     args = p.parse_args()
     if (args.dump is None) == (args.pools is None):
@@ -251,7 +292,10 @@ def main() -> None:
         args.dump.write_text(json.dumps(rows) + "\n", encoding="utf-8")
     else:
         rows = json.loads(args.pools.read_text(encoding="utf-8"))
-    figures = report(rows)
+    extra = {}
+    if args.fit is not None:
+        extra["learned"] = learned(json.loads(args.fit.read_text(encoding="utf-8")))
+    figures = report(rows, extra)
     payload = {"machine": machine(), "args": vars(args), "rules": figures}
     print(f"results: {write_results('pools', payload, args.out)}")
 
