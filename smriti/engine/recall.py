@@ -13,7 +13,7 @@ is told why they may be fewer.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Container
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -204,7 +204,7 @@ def _narrow(filters: Listing) -> bool:
 
 
 def scan(
-    engine: Engine, vector: np.ndarray, filters: Listing, have: Mapping[str, object]
+    engine: Engine, vector: np.ndarray, filters: Listing, have: Container[str]
 ) -> dict[str, Candidate]:
     """Candidates from the newest FILTER_SCAN memories passing ``filters``, by cosine
     similarity to the query (at least VECTOR_FLOOR), leaving out ids in ``have``."""
@@ -280,11 +280,12 @@ def associative(engine: Engine, text: str, filters: Listing) -> RecallResults:
     _merge(found, fusion.vector, "vector", 0)
     _merge(found, fusion.lexical, "lexical", 0)
     fusion.provisional(found)
-    contested = expand(engine, found, fusion.context)
+    passed_over: set[str] = set()
+    contested = expand(engine, found, fusion.context, pool_capacity(filters), passed_over)
     if vectors is not None and _narrow(filters):
         pool = load_pool(engine, found, filters)
         if len(pool) < limit:
-            found.update(scan(engine, vectors[0], filters, found))
+            found.update(scan(engine, vectors[0], filters, found.keys() | passed_over))
     results = RecallResults(rank(engine, found, filters, contested, fusion))
     return results.mark_degraded(warning) if warning else results
 
@@ -335,6 +336,8 @@ def expand(
     engine: Engine,
     found: dict[str, Candidate],
     context: set[tuple[str, str]] | None = None,
+    keep: int | None = None,
+    passed_over: set[str] | None = None,
 ) -> set[tuple[str, str]]:
     """Add up to MAX_HOPS hops over associations (both directions) and shared cues.
 
@@ -342,8 +345,15 @@ def expand(
     on the way, for ``rank``. The ``follows`` edges of the direct hits expanded are not
     hops: their (later, earlier) pairs go to ``context`` and the neighbour not yet found
     becomes a ``context`` candidate, scored on its own (``smriti.engine.fusion``).
+
+    With ``keep``, each hop adds only its ``keep`` most similar memories (at least
+    HOP_SEEDS): ``load_pool`` orders the candidates of one hop by similarity, so one
+    below them could never be loaded, and a shared cue of a hub reaches thousands. The
+    others go to ``passed_over`` and are not reached again by a later hop, exactly as
+    when they were kept.
     """
     contested: set[tuple[str, str]] = set()
+    skipped = passed_over if passed_over is not None else set()
     frontier = _top(found, 0)
     for hop in range(1, MAX_HOPS + 1):
         if not frontier:
@@ -362,11 +372,16 @@ def expand(
                     _neighbour_in_time(found, context, edge.source_id, edge.target_id)
                 continue
             for here, there in ((edge.source_id, edge.target_id), (edge.target_id, edge.source_id)):
-                if here in frontier and there not in found:
+                if here in frontier and there not in found and there not in skipped:
                     sim = found[here].similarity * edge.strength
                     reached[there] = max(reached.get(there, 0.0), sim)
         for there, sim in shared_cue_hops(around, found).items():
-            reached[there] = max(reached.get(there, 0.0), sim)
+            if there not in skipped:
+                reached[there] = max(reached.get(there, 0.0), sim)
+        if keep is not None and len(reached) > max(keep, HOP_SEEDS):
+            ordered = sorted(reached, key=lambda i: (-reached[i], i))
+            skipped.update(ordered[max(keep, HOP_SEEDS) :])
+            reached = {i: reached[i] for i in ordered[: max(keep, HOP_SEEDS)]}
         _merge(found, reached, "association", hop)
         frontier = _top(found, hop)
     return contested
@@ -475,6 +490,13 @@ def _scored_hop(candidate: Candidate) -> int:
     return 0 if candidate.match_type == CONTEXT else candidate.hop
 
 
+def pool_capacity(filters: Listing) -> int:
+    """How many candidates ``load_pool`` asks the backend for, at most."""
+    size = max(POOL_MIN, POOL_PER_RESULT * filters.limit)
+    typed = filters.memory_type is not None or _narrow(filters)
+    return size * (POOL_TYPED_FACTOR if typed else 1)
+
+
 def load_pool(
     engine: Engine, found: dict[str, Candidate], filters: Listing, embeddings: bool = False
 ) -> dict[str, Engram]:
@@ -494,8 +516,7 @@ def load_pool(
     )
     context = sorted(i for i, c in found.items() if c.match_type == CONTEXT)
     order = ranked[: size // 2] + context + ranked[size // 2 :]
-    typed = filters.memory_type is not None or _narrow(filters)
-    wanted = order[: size * (POOL_TYPED_FACTOR if typed else 1)]
+    wanted = order[: pool_capacity(filters)]
     loaded = {
         e.id: e
         for e in engine.backend.get_engrams(wanted, embeddings=embeddings)
