@@ -12,6 +12,7 @@ is told why they may be fewer.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Container
 from dataclasses import dataclass, replace
@@ -379,9 +380,10 @@ def expand(
             if there not in skipped:
                 reached[there] = max(reached.get(there, 0.0), sim)
         if keep is not None and len(reached) > max(keep, HOP_SEEDS):
-            ordered = sorted(reached, key=lambda i: (-reached[i], i))
-            skipped.update(ordered[max(keep, HOP_SEEDS) :])
-            reached = {i: reached[i] for i in ordered[: max(keep, HOP_SEEDS)]}
+            # (-similarity, id): load_pool's order within one hop, ties included.
+            best = heapq.nsmallest(max(keep, HOP_SEEDS), ((-s, i) for i, s in reached.items()))
+            skipped.update(reached.keys() - {i for _, i in best})
+            reached = {i: -s for s, i in best}
         _merge(found, reached, "association", hop)
         frontier = _top(found, hop)
     return contested
