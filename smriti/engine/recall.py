@@ -349,7 +349,7 @@ def expand(
 
     With ``keep``, each hop adds only its ``keep`` most similar memories (at least
     HOP_SEEDS): ``load_pool`` orders the candidates of one hop by similarity, so one
-    below them could never be loaded, and a shared cue of a hub reaches thousands. The
+    below them could never be loaded, and the shared cues of a hop reach hundreds. The
     others go to ``passed_over`` and are not reached again by a later hop, exactly as
     when they were kept.
     """
