@@ -71,12 +71,20 @@ def serve(args: argparse.Namespace) -> int:
         early = EarlyInitialize().start()  # answers initialize while the SDK is imported
     from smriti.mcp_server import run_server
 
+    # Once the server is closed only the interpreter's exit is left, and a client's
+    # repeated SIGTERM (the MCP SDK signals the process group) would end this clean
+    # exit as "killed by SIGTERM": the server leaves the signals ignored, with no
+    # default handler in between.
     code = run_server(
-        settings, transport=args.transport, host=args.host, port=args.port, early=early
+        settings,
+        transport=args.transport,
+        host=args.host,
+        port=args.port,
+        early=early,
+        leave_signals=signal.SIG_IGN,
     )
-    # The server is closed; only the interpreter's exit is left. Python puts the
-    # default handlers back while it finalizes, so a client's repeated SIGTERM (the MCP
-    # SDK signals the process group) would end this clean exit as "killed by SIGTERM".
+    # Python puts the default handlers back while it finalizes; and a signal that
+    # stopped the server left its own handler in place.
     for sig in (signal.SIGTERM, signal.SIGINT):
         with suppress(ValueError):  # only the main thread may (a server run on another)
             signal.signal(sig, signal.SIG_IGN)

@@ -72,6 +72,7 @@ def run_server(
     host: str = "127.0.0.1",
     port: int = 8000,
     early: EarlyInitialize | None = None,
+    leave_signals: Any = None,
 ) -> int:
     """Reach the memory, serve MCP until stdin EOF or SIGTERM/SIGINT, leave, return 0.
 
@@ -87,6 +88,11 @@ def run_server(
     (``smriti.mcp_server.early``). The MCP SDK is imported on a thread while the memory
     is reached: each takes a second or more, and a client is waiting. The store's owner
     process is started first, so that its start does not wait behind the import.
+
+    When stdin closed (or opening failed), SIGTERM and SIGINT get back the handlers
+    they had on entry, or ``leave_signals`` when given: the console script passes
+    ``signal.SIG_IGN``, so that a client's repeated SIGTERM cannot turn its clean exit
+    into "killed by SIGTERM". After a signal they keep a handler that only notes it.
     """
     configure_logging(settings.log_level)
     # before the SDK's MCPServer configures the root logger itself (without redaction)
@@ -142,7 +148,7 @@ def run_server(
             # After a signal the process is on its way out: the default handler would
             # turn a repeat of that signal into exit code -15.
             for sig, handler in previous.items():
-                signal.signal(sig, handler)
+                signal.signal(sig, handler if leave_signals is None else leave_signals)
     log.info("stopped")
     return 0
 
