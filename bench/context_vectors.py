@@ -11,7 +11,7 @@ Two views, each on the tuning and the hold-out half:
 - dense: every turn ranked by cosine to the question, with the own, the in-context and
   the mixed vectors (the dense baseline of ``quality.py`` and two variants);
 - pools (with ``--pools``, dumps written by ``pools.py --dump``): recall's own ranking
-  against the same pools with each candidate's cosine to the query taken from its
+  against the same pools with each direct hit's cosine to the query taken from its
   mixed vector, the fused similarity and the composite score changed accordingly (on
   the engine's common scale). Like every ``pools.py`` rule this only reorders the pool
   recall scored.
@@ -109,9 +109,13 @@ def rescored(
         query = units(embedder, [question.text])[0]
         gains: dict[str, float] = {}
         for c in row["pool"]:
+            # A hop's similarity comes from the memory that reached it, not its cosine.
+            if c["hop"] > 0 and c["match"] != "context":
+                gains[c["id"]] = 0.0
+                continue
             cosine = float(kept[conversation.id][c["source"]] @ query)
             change = share * (max(0.0, common(cosine)) - max(0.0, common(c["cos"])))
-            gains[c["id"]] = SIMILARITY_WEIGHT * change / (1 + c["hop"])
+            gains[c["id"]] = SIMILARITY_WEIGHT * change
 
         def rule(c: dict[str, Any], _: dict[str, Any], gains: dict[str, float] = gains) -> float:
             return c["score"] + gains[c["id"]]
